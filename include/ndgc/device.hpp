@@ -1,0 +1,29 @@
+// Devices: where an array's buffer lives.
+//
+//   Device::cpu();  Device::gpu(0);  a.device() == Device::cpu();
+//
+// Each device type has one allocator (memory accounting) and one engine
+// (kernels); a CUDA engine registers itself for DeviceType::gpu when built.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ndgc {
+
+enum class DeviceType : std::uint8_t { cpu, gpu };
+inline constexpr int kMaxGpus = 16;
+
+struct Device {
+  DeviceType type = DeviceType::cpu;
+  int index = 0;
+
+  static constexpr Device cpu() noexcept { return {DeviceType::cpu, 0}; }
+  static constexpr Device gpu(int index = 0) noexcept { return {DeviceType::gpu, index}; }
+  constexpr bool is_cpu() const noexcept { return type == DeviceType::cpu; }
+  friend constexpr bool operator==(Device, Device) noexcept = default;
+  // "cpu()" or "gpu(0)", as DJL prints devices.
+  std::string to_string() const;
+};
+
+}  // namespace ndgc

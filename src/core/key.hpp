@@ -1,0 +1,87 @@
+// Keys: what a handle points at (DESIGN.md §3).
+//
+// A key is an array's identity for the handles that reach it: the handle
+// count, the UUID, and the registry slot and generation that resolve it to
+// the ArrayImpl. 48 bytes. Keys live as long as a handle or the open array
+// needs them; after the array closes, a key that handles still reach carries
+// an Epitaph (name, shape, how and where it closed) for ArrayClosed messages.
+//
+// Note [Handle counts]
+// A key has two counts, after c10::intrusive_ptr's strong/weak pair:
+//  - strong: live handles (NDArray objects), the user's and the library's.
+//  - weak: owners of the key's memory: one unit for the registry entry while
+//    the array is open, plus one unit that the strong references own together
+//    while strong > 0.
+// When the last handle dies (strong 1 → 0) the strong unit either goes to the
+// reclaim queue with the key (auto-close on) or is released at once (off).
+// The key's memory is freed when weak reaches 0.
+// strong never goes from 0 back up: copying needs a live handle, and handles
+// the library makes from the registry (managed_arrays) use try_retain, which
+// increments only if not zero. So an orphan stays an orphan, and a drain or a
+// sweep may close it without racing a resurrection. See Note [Close protocol]
+// in registry.hpp for how closing itself stays safe against concurrent use.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "ndgc/dtype.hpp"
+#include "ndgc/ndarray.hpp"
+#include "ndgc/shape.hpp"
+#include "ndgc/uuid.hpp"
+
+namespace ndgc::detail {
+
+enum class CloseReason : std::uint8_t { explicit_close, manager, scope, autoclose, sweep, leaked_handle };
+
+// What a closed array was, for the handles that outlive it.
+struct Epitaph {
+  std::string name;
+  Shape shape;
+  DataType dtype = DataType::float32;
+  std::string manager;  // path of the manager it belonged to
+  CloseReason reason = CloseReason::explicit_close;
+  Site site;            // where close was called, when close tracking is on
+  bool has_site = false;
+};
+
+struct Key : KeyHeader {
+  std::atomic<std::uint32_t> weak{2};
+  std::uint32_t slot = 0;
+  std::uint32_t generation = 0;
+  std::atomic<std::uint8_t> flags{0};  // kKeyLeaked: the trace detector found its handles unreachable
+  Uuid uuid;
+  std::atomic<std::uintptr_t> next{0};  // reclaim queue link, hidden (see hide())
+  std::atomic<Epitaph*> epitaph{nullptr};
+};
+inline constexpr std::uint8_t kKeyLeaked = 1;
+
+inline Key* key_of(const NDArray& a) noexcept { return static_cast<Key*>(a.key()); }
+
+// Where keys come from. The trace detector swaps in Boehm's collected heap.
+struct KeyHeap {
+  Key* (*allocate)();
+  void (*free)(Key*) noexcept;
+};
+void set_key_heap(const KeyHeap* heap) noexcept;
+
+Key* new_key();                          // strong = 1, weak = 2
+void release_weak(Key* key) noexcept;    // frees the key at zero
+bool try_retain(Key* key) noexcept;      // strong += 1 unless it is 0
+// A handle for `key` if some handle still reaches it; empty otherwise.
+inline NDArray try_handle(Key* key) noexcept {
+  return key && try_retain(key) ? NDArray::adopt(key) : NDArray();
+}
+
+// Pointers to keys that the library keeps are stored hidden (bit-inverted),
+// so a tracing collector never mistakes them for references (DESIGN.md §8).
+inline std::uintptr_t hide(const void* p) noexcept {
+  return p ? ~reinterpret_cast<std::uintptr_t>(p) : 0;
+}
+template <class T>
+inline T* reveal(std::uintptr_t hidden) noexcept {
+  return hidden ? reinterpret_cast<T*>(~hidden) : nullptr;
+}
+
+}  // namespace ndgc::detail

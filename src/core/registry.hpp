@@ -1,0 +1,127 @@
+// The registry: the process-wide weak map from keys to arrays (DESIGN.md §3).
+//
+// A generational slot map. A slot is an index into chunks of Entry that are
+// allocated once and never freed, so an entry can be read at any time without
+// a lock. An entry holds the open array (ArrayImpl*), its key (hidden) and a
+// 64-bit state word: [generation:32][closing:1][occupied:1][pins:30].
+// The generation changes each time the slot's array closes; a key records the
+// generation it was made with, so resolving a handle is O(1): index the slot,
+// compare the generation. Up to 2^28 arrays can be open at once.
+//
+// Note [Close protocol]
+// Using an array (reading metadata or data, moving it between managers) pins
+// it: a CAS that adds one to `pins` if the generation matches, the slot is
+// occupied and not closing; otherwise the handle is stale (ArrayClosed).
+// Closing sets `closing`, which makes every later pin fail, and the thread
+// that brings pins to zero with `closing` set finalizes: unlinks the array
+// from its manager, clears the entry, bumps the generation and frees the
+// ArrayImpl (whose storage goes back to the allocator when its last view
+// closes). A closer pins first, so it finalizes at once when nobody else is
+// using the array; otherwise the last user's unpin does, after its op. No
+// thread ever waits for another, so closing a manager while other threads
+// compute with its arrays cannot deadlock and never frees memory in use.
+// Pins never modify a state they fail on, so once `closing` is set nothing
+// but unpins touches the word until the finalizer owns it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "core/key.hpp"
+
+namespace ndgc::detail {
+
+class ArrayImpl;
+class ManagerImpl;
+
+struct Entry {
+  std::atomic<std::uint64_t> state{0};
+  std::atomic<ArrayImpl*> impl{nullptr};
+  std::atomic<std::uintptr_t> key{0};  // hidden Key*
+  std::atomic<std::uint32_t> next_free{0};
+};
+
+struct CloseResult {
+  bool initiated = false;          // this call set `closing`
+  std::uint64_t bytes_freed = 0;   // buffer bytes freed if it finalized here
+};
+
+class Registry {
+ public:
+  static constexpr std::uint64_t kPinMask = (1ull << 30) - 1;
+  static constexpr std::uint64_t kOccupied = 1ull << 30;
+  static constexpr std::uint64_t kClosing = 1ull << 31;
+  static std::uint32_t generation_of(std::uint64_t state) noexcept { return std::uint32_t(state >> 32); }
+
+  static Registry& instance() noexcept;
+
+  // Publishes `impl` (fully built) and returns its new key (strong = 1);
+  // fills impl->slot, generation and uuid.
+  Key* insert(ArrayImpl* impl);
+
+  Entry& entry(std::uint32_t slot) noexcept {
+    return chunks_[slot >> kChunkBits].load(std::memory_order_acquire)[slot & (kChunkSize - 1)];
+  }
+  // Slots handed out so far; every slot below is a valid entry() index.
+  std::uint32_t slot_count() const noexcept { return slot_count_.load(std::memory_order_acquire); }
+
+  bool try_pin(std::uint32_t slot, std::uint32_t generation) noexcept;
+  // The last unpin of a closing array finalizes it.
+  void unpin(std::uint32_t slot) noexcept;
+  // True when the array of (slot, generation) is open and not closing.
+  bool is_open(std::uint32_t slot, std::uint32_t generation) const noexcept;
+
+  // Closes the array of (slot, generation) if it is open; see Note [Close
+  // protocol]. `site`: where the close was asked for (close tracking).
+  // `locked`: a manager whose mutex the caller holds (manager close).
+  CloseResult request_close(std::uint32_t slot, std::uint32_t generation, CloseReason reason,
+                            const Site* site, ManagerImpl* locked) noexcept;
+
+  std::uint64_t open_arrays() const noexcept { return open_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr std::uint32_t kChunkBits = 12;
+  static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
+  static constexpr std::uint32_t kMaxChunks = 1u << 16;
+
+  Registry() = default;
+  std::uint32_t acquire_slot();
+  void release_slot(std::uint32_t slot) noexcept;
+  std::uint64_t finalize(std::uint32_t slot, ManagerImpl* locked) noexcept;
+  Entry& const_entry(std::uint32_t slot) const noexcept {
+    return chunks_[slot >> kChunkBits].load(std::memory_order_acquire)[slot & (kChunkSize - 1)];
+  }
+
+  std::atomic<Entry*> chunks_[kMaxChunks] = {};
+  std::atomic<std::uint32_t> slot_count_{0};
+  std::atomic<std::uint64_t> free_head_{0};  // [tag:32][slot + 1:32]; 0 in the low half: empty
+  std::atomic<std::uint64_t> open_{0};
+  std::mutex grow_mu_;
+};
+
+// RAII pin of the array a handle reaches. Throws InvalidArgument for an empty
+// handle and ArrayClosed (naming the array and, when tracked, where it closed)
+// for a stale one; `op` names the operation in those messages.
+class Pinned {
+ public:
+  Pinned(const NDArray& array, const char* op);
+  Pinned(Pinned&& other) noexcept : impl_(other.impl_), slot_(other.slot_) { other.impl_ = nullptr; }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  ~Pinned() {
+    if (impl_) Registry::instance().unpin(slot_);
+  }
+  ArrayImpl& operator*() const noexcept { return *impl_; }
+  ArrayImpl* operator->() const noexcept { return impl_; }
+  ArrayImpl* get() const noexcept { return impl_; }
+
+ private:
+  ArrayImpl* impl_;
+  std::uint32_t slot_;
+};
+
+[[noreturn]] void throw_closed(const Key* key, const char* op);
+[[noreturn]] void throw_empty(const char* op);
+
+}  // namespace ndgc::detail

@@ -1,0 +1,29 @@
+// Storage: buffers from the device allocator, freed with the last view.
+#include "core/storage.hpp"
+
+#include <memory>
+
+#include "memory/allocator.hpp"
+
+namespace ndgc::detail {
+
+Storage* Storage::allocate(Device device, std::size_t bytes) {
+  memory::DeviceAllocator& alloc = memory::allocator(device);
+  void* data = alloc.allocate(bytes);
+  try {
+    return new Storage(device, bytes, data);
+  } catch (...) {
+    alloc.deallocate(data, bytes);
+    throw;
+  }
+}
+
+std::uint64_t Storage::release() noexcept {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return 0;
+  std::uint64_t freed = bytes_;
+  memory::allocator(device_).deallocate(data_, bytes_);
+  delete this;
+  return freed;
+}
+
+}  // namespace ndgc::detail

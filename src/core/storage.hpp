@@ -1,0 +1,60 @@
+// Storage: a reference-counted native buffer from its device's allocator.
+//
+// Views (reshape, transpose, slices) are separate arrays that share one
+// Storage; the buffer goes back to the allocator when the last of them
+// closes. StorageRef is the one owner type (STYLE.md §4).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "ndgc/device.hpp"
+
+namespace ndgc::detail {
+
+class Storage {
+ public:
+  // Throws OutOfMemory (after draining the reclaim queue once).
+  static Storage* allocate(Device device, std::size_t bytes);
+
+  void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // Returns the bytes freed (0 while other views remain).
+  std::uint64_t release() noexcept;
+
+  void* data() const noexcept { return data_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  Device device() const noexcept { return device_; }
+  std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
+
+ private:
+  Storage(Device device, std::size_t bytes, void* data) : device_(device), bytes_(bytes), data_(data) {}
+  std::atomic<std::uint32_t> refs_{1};
+  Device device_;
+  std::size_t bytes_;
+  void* data_;
+};
+
+class StorageRef {
+ public:
+  StorageRef() noexcept = default;
+  explicit StorageRef(Storage* adopted) noexcept : s_(adopted) {}
+  StorageRef(const StorageRef& o) noexcept : s_(o.s_) {
+    if (s_) s_->retain();
+  }
+  StorageRef(StorageRef&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  StorageRef& operator=(StorageRef o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
+  ~StorageRef() { reset(); }
+  std::uint64_t reset() noexcept { return s_ ? std::exchange(s_, nullptr)->release() : 0; }
+  Storage* get() const noexcept { return s_; }
+  Storage* operator->() const noexcept { return s_; }
+
+ private:
+  Storage* s_ = nullptr;
+};
+
+}  // namespace ndgc::detail

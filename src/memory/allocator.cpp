@@ -1,0 +1,152 @@
+// DeviceAllocator: accounting, limits and the out-of-memory path.
+//
+// The fast path is two relaxed fetch_adds (current, allocated) plus a peak
+// update that is a plain load unless the peak moves. Limits are checked by
+// reserving first (current += bytes) and undoing on failure, so two threads
+// cannot both slip under the limit with the last free megabyte.
+#include "memory/allocator.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+
+namespace ndgc::memory {
+namespace {
+
+std::atomic<PressureHandler> g_pressure{nullptr};
+std::atomic<OomReporter> g_reporter{nullptr};
+std::atomic<std::uint64_t> g_fail_countdown{0};
+
+// Fault injection: true when this allocation is the one armed to fail.
+bool injected_failure() noexcept {
+  std::uint64_t n = g_fail_countdown.load(std::memory_order_relaxed);
+  while (n != 0) {
+    if (g_fail_countdown.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return n == 1;
+  }
+  return false;
+}
+
+// Registered allocators of other devices; the host one is built in.
+std::array<std::atomic<DeviceAllocator*>, kMaxGpus> g_gpu_allocators{};
+
+}  // namespace
+
+bool DeviceAllocator::try_reserve(std::size_t bytes) noexcept {
+  std::uint64_t lim = limit_.load(std::memory_order_relaxed);
+  std::uint64_t now = current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (lim != 0 && now > lim) {
+    current_.fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
+  }
+  std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+  return true;
+}
+
+void DeviceAllocator::unreserve(std::size_t bytes) noexcept {
+  current_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+void* DeviceAllocator::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  bool injected = injected_failure();
+  for (int attempt = 0;; ++attempt) {
+    bool physical = !injected && over_extra_limit(bytes);
+    if (!injected && !physical && try_reserve(bytes)) {
+      if (void* p = raw_allocate(bytes)) {
+        allocated_.fetch_add(bytes, std::memory_order_relaxed);
+        allocations_.fetch_add(1, std::memory_order_relaxed);
+        return p;
+      }
+      unreserve(bytes);
+    }
+    // Over a limit (or the backend said no): free what can be freed, retry once.
+    PressureHandler relieve = g_pressure.load(std::memory_order_acquire);
+    if (attempt == 0 && relieve && !injected) {
+      relieve(device_);
+      continue;
+    }
+    throw_oom(bytes, physical);
+  }
+}
+
+void DeviceAllocator::deallocate(void* ptr, std::size_t bytes) noexcept {
+  if (!ptr) return;
+  raw_deallocate(ptr, bytes);
+  current_.fetch_sub(bytes, std::memory_order_relaxed);
+  freed_.fetch_add(bytes, std::memory_order_relaxed);
+  frees_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void DeviceAllocator::throw_oom(std::size_t bytes, bool physical) {
+  std::uint64_t lim = physical ? physical_limit() : limit();
+  std::uint64_t in_use = physical ? resident_bytes() : current_.load(std::memory_order_relaxed);
+  std::string holders;
+  if (OomReporter report = g_reporter.load(std::memory_order_acquire)) holders = report(device_);
+  std::string what =
+      physical ? fmt::format("the process's resident size limit of {} (resident now: {})",
+                             format_bytes(lim), format_bytes(in_use))
+      : lim != 0 ? fmt::format("the {} limit of {} (in use: {})", device_.to_string(), format_bytes(lim),
+                               format_bytes(in_use))
+                 : fmt::format("the {} allocator's capacity (in use: {})", device_.to_string(),
+                               format_bytes(in_use));
+  throw OutOfMemory(
+      fmt::format("OutOfMemory: allocating {} ({} bytes) on {} would exceed {}. {}"
+                  "The reclaim queue was drained and the allocation retried. Try: close managers you no "
+                  "longer need, allocate per-step arrays in a sub-manager, enable auto-close "
+                  "(gc::enable() or NDGC_AUTOCLOSE=1), or raise the limit (memory::set_limit, "
+                  "NDGC_MAX_BYTES).",
+                  format_bytes(bytes), bytes, device_.to_string(), what,
+                  holders.empty() ? std::string() : "Largest managers: " + holders + ". "),
+      bytes, lim, in_use);
+}
+
+Stats DeviceAllocator::stats() const noexcept {
+  Stats s;
+  s.current_bytes = current_.load(std::memory_order_relaxed);
+  s.peak_bytes = peak_.load(std::memory_order_relaxed);
+  s.allocated_bytes = allocated_.load(std::memory_order_relaxed);
+  s.freed_bytes = freed_.load(std::memory_order_relaxed);
+  s.allocations = allocations_.load(std::memory_order_relaxed);
+  s.frees = frees_.load(std::memory_order_relaxed);
+  s.limit_bytes = limit_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void DeviceAllocator::reset_peak() noexcept {
+  peak_.store(current_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+DeviceAllocator& allocator(Device device) {
+  if (device.is_cpu() && device.index == 0) return host_allocator();
+  if (!device.is_cpu() && device.index >= 0 && device.index < kMaxGpus) {
+    if (DeviceAllocator* a = g_gpu_allocators[std::size_t(device.index)].load(std::memory_order_acquire))
+      return *a;
+    throw DeviceMismatch(fmt::format(
+        "memory: no allocator for {}: this build has no engine for that device (was ndgc built with "
+        "CUDA, and is a GPU present?)",
+        device.to_string()));
+  }
+  throw InvalidArgument(fmt::format("memory: {} is not a valid device", device.to_string()));
+}
+
+void register_allocator(Device device, DeviceAllocator* a) {
+  if (device.is_cpu() || device.index < 0 || device.index >= kMaxGpus)
+    throw InvalidArgument(fmt::format("memory: cannot register an allocator for {}", device.to_string()));
+  g_gpu_allocators[std::size_t(device.index)].store(a, std::memory_order_release);
+}
+
+void set_pressure_handler(PressureHandler handler) { g_pressure.store(handler, std::memory_order_release); }
+void set_oom_reporter(OomReporter reporter) { g_reporter.store(reporter, std::memory_order_release); }
+void fail_allocation_after(std::uint64_t n) noexcept { g_fail_countdown.store(n, std::memory_order_relaxed); }
+
+// ---- the public API of ndgc/memory.hpp --------------------------------------
+Stats stats(Device device) { return allocator(device).stats(); }
+void reset_peak(Device device) { allocator(device).reset_peak(); }
+void set_limit(Device device, std::uint64_t bytes) { allocator(device).set_limit(bytes); }
+std::uint64_t limit(Device device) { return allocator(device).limit(); }
+
+}  // namespace ndgc::memory

@@ -1,0 +1,77 @@
+// Device allocators: the one door every native buffer goes through (DESIGN.md §6).
+//
+// A DeviceAllocator wraps a raw backend (host heap, CUDA caching allocator)
+// with accounting (current / peak / allocated / freed bytes and counts, all
+// relaxed atomics: a consistent snapshot is not promised, exact totals are)
+// and a limit. Over the limit, allocate() calls the pressure handler that a
+// lower layer installed (core drains the reclaim queue; the trace detector
+// also collects) and retries once, then throws OutOfMemory with the report
+// the lower layer provides (largest managers).
+//
+// Thread-safety: allocate/deallocate/stats from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ndgc/device.hpp"
+#include "ndgc/memory.hpp"
+
+namespace ndgc::memory {
+
+class DeviceAllocator {
+ public:
+  explicit DeviceAllocator(Device device) : device_(device) {}
+  virtual ~DeviceAllocator() = default;
+  DeviceAllocator(const DeviceAllocator&) = delete;
+  DeviceAllocator& operator=(const DeviceAllocator&) = delete;
+
+  // `bytes` may be 0 (returns nullptr). Throws OutOfMemory.
+  void* allocate(std::size_t bytes);
+  void deallocate(void* ptr, std::size_t bytes) noexcept;
+
+  Device device() const noexcept { return device_; }
+  Stats stats() const noexcept;
+  void reset_peak() noexcept;
+  void set_limit(std::uint64_t bytes) noexcept { limit_.store(bytes, std::memory_order_relaxed); }
+  std::uint64_t limit() const noexcept { return limit_.load(std::memory_order_relaxed); }
+
+ protected:
+  // nullptr when the backend itself is out of memory.
+  virtual void* raw_allocate(std::size_t bytes) noexcept = 0;
+  virtual void raw_deallocate(void* ptr, std::size_t bytes) noexcept = 0;
+  // Extra limit checks of a backend (the host's resident-size limit).
+  virtual bool over_extra_limit(std::size_t /*bytes*/) noexcept { return false; }
+
+ private:
+  bool try_reserve(std::size_t bytes) noexcept;
+  void unreserve(std::size_t bytes) noexcept;
+  [[noreturn]] void throw_oom(std::size_t bytes, bool physical);
+
+  Device device_;
+  std::atomic<std::uint64_t> current_{0}, peak_{0}, allocated_{0}, freed_{0};
+  std::atomic<std::uint64_t> allocations_{0}, frees_{0}, limit_{0};
+};
+
+// The allocator of `device`. CPU is built in; others are registered by their
+// engine. Throws DeviceMismatch for a device nothing registered.
+DeviceAllocator& allocator(Device device);
+void register_allocator(Device device, DeviceAllocator* allocator);
+// The host (CPU) allocator: 64-byte aligned blocks from the C heap.
+DeviceAllocator& host_allocator();
+
+// Installed by lower layers (DESIGN.md §2 keeps memory unaware of them).
+// The pressure handler frees what it can (drain the reclaim queue, collect).
+using PressureHandler = void (*)(Device device);
+void set_pressure_handler(PressureHandler handler);
+// Describes who holds memory on `device` (largest managers) for OutOfMemory.
+using OomReporter = std::string (*)(Device device);
+void set_oom_reporter(OomReporter reporter);
+
+// Test-only fault injection: the `n`-th native allocation from now (1 = the
+// next one) fails as if over its limit; 0 disarms. Counts every device.
+void fail_allocation_after(std::uint64_t n) noexcept;
+
+}  // namespace ndgc::memory

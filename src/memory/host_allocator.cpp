@@ -1,0 +1,75 @@
+// The host allocator: 64-byte aligned blocks from the C heap, with the
+// NDGC_MAX_BYTES and NDGC_MAX_PHYSICAL_BYTES limits.
+//
+// The resident-size check reads /proc/self/statm, a system call of a few
+// microseconds, so it runs at most once per kPhysicalCheckBytes allocated and
+// is approximate by that much. Alignment 64 keeps Eigen's vectorised loads
+// aligned and arrays off each other's cache lines.
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "memory/allocator.hpp"
+#include "support/options.hpp"
+
+namespace ndgc::memory {
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+constexpr std::uint64_t kPhysicalCheckBytes = 1 << 20;
+
+std::atomic<std::uint64_t> g_physical_limit{0};
+
+class HostAllocator final : public DeviceAllocator {
+ public:
+  HostAllocator() : DeviceAllocator(Device::cpu()) {
+    const auto& o = support::options();
+    set_limit(o.max_bytes);
+    g_physical_limit.store(o.max_physical_bytes, std::memory_order_relaxed);
+  }
+
+ protected:
+  void* raw_allocate(std::size_t bytes) noexcept override {
+    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  }
+  void raw_deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
+
+  bool over_extra_limit(std::size_t bytes) noexcept override {
+    std::uint64_t lim = g_physical_limit.load(std::memory_order_relaxed);
+    if (lim == 0) return false;
+    std::uint64_t since = since_check_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    if (since < kPhysicalCheckBytes && bytes < kPhysicalCheckBytes) return false;
+    since_check_.store(0, std::memory_order_relaxed);
+    return resident_bytes() + bytes > lim;
+  }
+
+ private:
+  std::atomic<std::uint64_t> since_check_{0};
+};
+
+}  // namespace
+
+DeviceAllocator& host_allocator() {
+  static HostAllocator host;
+  return host;
+}
+
+void set_physical_limit(std::uint64_t bytes) {
+  host_allocator();  // so the environment's value cannot overwrite this one later
+  g_physical_limit.store(bytes, std::memory_order_relaxed);
+}
+std::uint64_t physical_limit() {
+  host_allocator();
+  return g_physical_limit.load(std::memory_order_relaxed);
+}
+
+std::uint64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long pages_total = 0, pages_resident = 0;
+  int n = std::fscanf(f, "%llu %llu", &pages_total, &pages_resident);
+  std::fclose(f);
+  return n == 2 ? pages_resident * std::uint64_t(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace ndgc::memory

@@ -1,0 +1,58 @@
+// The CPU engine: kernels on Eigen for every op of ops/engine.hpp.
+//
+// Contiguous float32/float64 rows go through Eigen maps (explicitly
+// vectorised, including exp, log, tanh and the logistic function); matmul is
+// Eigen's blocked GEMM; other dtypes and strided rows run typed loops over
+// for_each_row (strided.hpp). Single-threaded: one op runs on the calling
+// thread, so several threads can run ops side by side.
+#pragma once
+
+#include <memory>
+
+#include "ops/engine.hpp"
+
+namespace ndgc::ops::cpu {
+
+class CpuEngine final : public Engine {
+ public:
+  void fill(const TensorView& out, double value) override;
+  void arange(const TensorView& out, double start, double step) override;
+  void eye(const TensorView& out) override;
+  void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
+                      std::uint64_t offset) override;
+  void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
+                     std::uint64_t offset) override;
+  void copy(const TensorView& in, const TensorView& out) override;
+  void unary(Unary op, const TensorView& in, const TensorView& out) override;
+  void binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void binary_scalar(Binary op, const TensorView& a, double s, bool scalar_left, const TensorView& out) override;
+  void where(const TensorView& condition, const TensorView& a, const TensorView& b,
+             const TensorView& out) override;
+  void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) override;
+  void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override;
+  void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override;
+  void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) override;
+  void to_host(const TensorView& in, const TensorView& host_out) override { copy(in, host_out); }
+  void from_host(const TensorView& host_in, const TensorView& out) override { copy(host_in, out); }
+};
+
+CpuEngine& cpu_engine() noexcept;
+
+// A contiguous scratch copy of `in` (same dtype), for kernels that need rows.
+class Scratch {
+ public:
+  Scratch(const TensorView& like);  // allocates like.size() elements, contiguous shape of `like`
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  const TensorView& view() const noexcept { return view_; }
+
+ private:
+  TensorView view_;
+};
+
+// `in` itself if contiguous, else a contiguous copy held in `scratch`.
+const TensorView& contiguous_or_copy(const TensorView& in, std::unique_ptr<Scratch>& scratch);
+
+}  // namespace ndgc::ops::cpu

@@ -1,0 +1,140 @@
+// CPU reductions: reduce over any axes, arg max/min along one axis, softmax.
+//
+// Each moves the reduced axes last (a free permutation of the view), makes
+// the input contiguous if it is not (one copy), and then works on a row-major
+// rows × cols matrix with Eigen's rowwise reductions. Reducing the leading
+// axes of a contiguous array (a bias gradient: sum over the batch) skips the
+// copy and uses a colwise reduction instead.
+#include <Eigen/Core>
+
+#include "ops/cpu/cpu_engine.hpp"
+#include "ops/cpu/strided.hpp"
+
+namespace ndgc::ops::cpu {
+namespace {
+
+template <class T>
+using RowMat = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+template <class T>
+using OutVec = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
+
+struct Split {
+  int perm[kMaxRank];
+  int kept = 0;  // perm[0, kept) are kept axes, the rest reduced
+  std::int64_t rows = 1, cols = 1;
+  bool reduced_prefix = true;  // every reduced axis comes before every kept axis
+};
+
+Split split_axes(const TensorView& in, std::uint32_t axes) {
+  Split s;
+  int n = 0;
+  bool seen_kept = false;
+  for (int i = 0; i < in.rank; ++i)
+    if (!(axes >> i & 1)) {
+      s.perm[n++] = i;
+      s.rows *= in.shape[i];
+      seen_kept = true;
+    } else if (seen_kept && in.shape[i] != 1) {
+      s.reduced_prefix = false;
+    }
+  s.kept = n;
+  for (int i = 0; i < in.rank; ++i)
+    if (axes >> i & 1) {
+      s.perm[n++] = i;
+      s.cols *= in.shape[i];
+    }
+  return s;
+}
+
+template <class T>
+void reduce_rows(Reduce op, const RowMat<T>& m, T* out) {
+  OutVec<T> o(out, m.rows());
+  switch (op) {
+    case Reduce::sum: o = m.rowwise().sum(); break;
+    case Reduce::mean: o = m.rowwise().sum() / T(m.cols()); break;
+    case Reduce::max: o = m.rowwise().maxCoeff(); break;
+    case Reduce::min: o = m.rowwise().minCoeff(); break;
+  }
+}
+
+template <class T>
+void reduce_cols(Reduce op, const RowMat<T>& m, T* out) {
+  OutVec<T> o(out, m.cols());
+  switch (op) {
+    case Reduce::sum: o = m.colwise().sum().transpose(); break;
+    case Reduce::mean: o = m.colwise().sum().transpose() / T(m.rows()); break;
+    case Reduce::max: o = m.colwise().maxCoeff().transpose(); break;
+    case Reduce::min: o = m.colwise().minCoeff().transpose(); break;
+  }
+}
+
+}  // namespace
+
+void CpuEngine::reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) {
+  Split s = split_axes(in, axes);
+  dispatch(in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      return;  // the ops layer converts booleans first
+    } else {
+      T* o = static_cast<T*>(out.data);  // a fresh contiguous array: kept axes in order
+      if (s.cols == 0) {
+        fill(out, op == Reduce::sum ? 0.0 : std::numeric_limits<double>::quiet_NaN());
+        return;
+      }
+      if (in.is_contiguous() && s.reduced_prefix) {
+        reduce_cols<T>(op, RowMat<T>(static_cast<const T*>(in.data), s.cols, s.rows), o);
+        return;
+      }
+      std::unique_ptr<Scratch> scratch;
+      const TensorView& rows = contiguous_or_copy(in.permuted(s.perm), scratch);
+      reduce_rows<T>(op, RowMat<T>(static_cast<const T*>(rows.data), s.rows, s.cols), o);
+    }
+  });
+}
+
+void CpuEngine::arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) {
+  Split s = split_axes(in, 1u << axis);
+  std::unique_ptr<Scratch> scratch;
+  const TensorView& rows = contiguous_or_copy(in.permuted(s.perm), scratch);
+  std::int64_t* o = static_cast<std::int64_t*>(out.data);
+  dispatch(in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = static_cast<const T*>(rows.data);
+    for (std::int64_t r = 0; r < s.rows; ++r, x += s.cols) {
+      std::int64_t best = 0;
+      for (std::int64_t c = 1; c < s.cols; ++c)
+        if (max ? x[c] > x[best] : x[c] < x[best]) best = c;
+      o[r] = best;
+    }
+  });
+}
+
+void CpuEngine::softmax(const TensorView& in, int axis, bool log, const TensorView& out) {
+  Split s = split_axes(in, 1u << axis);
+  std::unique_ptr<Scratch> in_scratch;
+  const TensorView& rows = contiguous_or_copy(in.permuted(s.perm), in_scratch);
+  TensorView out_rows = out.permuted(s.perm);
+  std::unique_ptr<Scratch> out_scratch;
+  if (!out_rows.is_contiguous()) out_scratch = std::make_unique<Scratch>(out_rows);
+  const TensorView& target = out_scratch ? out_scratch->view() : out_rows;
+  dispatch(in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      using Mat = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      Eigen::Map<const Mat> x(static_cast<const T*>(rows.data), s.rows, s.cols);
+      Eigen::Map<Mat> y(static_cast<T*>(target.data), s.rows, s.cols);
+      // Subtracting the row max keeps exp() finite.
+      y = x.colwise() - x.rowwise().maxCoeff();
+      if (log) {
+        y.colwise() -= y.exp().rowwise().sum().log();
+      } else {
+        y = y.exp();
+        y.colwise() /= y.rowwise().sum();
+      }
+    }
+  });
+  if (out_scratch) copy(target, out_rows);
+}
+
+}  // namespace ndgc::ops::cpu

@@ -1,0 +1,116 @@
+// Strided iteration for the CPU kernels.
+//
+// dispatch() turns a runtime DataType into a typed call. for_each_row() walks
+// up to four same-shaped views at once: it first coalesces axes (drops axes of
+// length 1, merges neighbours whose strides line up in every operand), so a
+// contiguous array of any rank becomes one row and a broadcast bias add
+// becomes rows of (stride 1, stride 1, stride 1) or (1, 0, 1). The callback
+// then runs a typed inner loop over one row: this is where the compiler's
+// vectoriser (and Eigen, for contiguous float rows) does the real work.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "ndgc/dtype.hpp"
+#include "ops/engine.hpp"
+
+namespace ndgc::ops::cpu {
+
+template <class F>
+decltype(auto) dispatch(DataType t, F&& f) {
+  switch (t) {
+    case DataType::float32: return f(float{});
+    case DataType::float64: return f(double{});
+    case DataType::int32: return f(std::int32_t{});
+    case DataType::int64: return f(std::int64_t{});
+    case DataType::uint8: return f(std::uint8_t{});
+    case DataType::boolean: break;
+  }
+  return f(bool{});
+}
+
+// Converts between element types without undefined behaviour: floats going
+// to integers saturate (NaN becomes 0), anything going to bool is "!= 0".
+template <class To, class From>
+inline To convert(From v) noexcept {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (!(v == v)) return To(0);
+    if (v <= From(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (v >= From(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+template <std::size_t N>
+struct Walk {
+  int rank = 0;
+  std::int64_t shape[kMaxRank];
+  std::int64_t strides[N][kMaxRank];
+};
+
+// Coalesces the common shape of `views` (all have views[0]'s shape).
+template <std::size_t N>
+Walk<N> coalesce(const std::array<const TensorView*, N>& views) noexcept {
+  Walk<N> w;
+  const TensorView& ref = *views[0];
+  for (int d = 0; d < ref.rank; ++d) {
+    if (ref.shape[d] == 1) continue;
+    bool merge = w.rank > 0;
+    for (std::size_t k = 0; merge && k < N; ++k)
+      merge = w.strides[k][w.rank - 1] == views[k]->strides[d] * ref.shape[d];
+    if (merge) {
+      w.shape[w.rank - 1] *= ref.shape[d];
+      for (std::size_t k = 0; k < N; ++k) w.strides[k][w.rank - 1] = views[k]->strides[d];
+    } else {
+      w.shape[w.rank] = ref.shape[d];
+      for (std::size_t k = 0; k < N; ++k) w.strides[k][w.rank] = views[k]->strides[d];
+      ++w.rank;
+    }
+  }
+  return w;
+}
+
+// Calls row(ptrs, inner_strides, n) for every innermost row; pointers are
+// bytes, strides are in elements of each operand.
+template <std::size_t N, class Row>
+void for_each_row(const std::array<const TensorView*, N>& views, Row&& row) {
+  std::array<char*, N> p;
+  std::array<std::int64_t, N> esize;
+  for (std::size_t k = 0; k < N; ++k) {
+    p[k] = static_cast<char*>(views[k]->data);
+    esize[k] = std::int64_t(size_of(views[k]->dtype));
+  }
+  if (views[0]->size() == 0) return;
+  Walk<N> w = coalesce(views);
+  std::array<std::int64_t, N> inner{};
+  if (w.rank == 0) {
+    row(p, inner, std::int64_t(1));
+    return;
+  }
+  const int last = w.rank - 1;
+  for (std::size_t k = 0; k < N; ++k) inner[k] = w.strides[k][last];
+  std::int64_t idx[kMaxRank] = {};
+  for (;;) {
+    row(p, inner, w.shape[last]);
+    int d = last - 1;
+    for (; d >= 0; --d) {
+      for (std::size_t k = 0; k < N; ++k) p[k] += w.strides[k][d] * esize[k];
+      if (++idx[d] < w.shape[d]) break;
+      for (std::size_t k = 0; k < N; ++k) p[k] -= w.strides[k][d] * esize[k] * w.shape[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+}  // namespace ndgc::ops::cpu

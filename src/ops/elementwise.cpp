@@ -1,0 +1,223 @@
+// Element-wise ops: binary with broadcasting (array and scalar operands),
+// comparisons, unary functions, where, and their in-place forms.
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "ndgc/ndarray.hpp"
+#include "ops/op_support.hpp"
+#include "ops/record.hpp"
+
+namespace ndgc {
+namespace {
+
+using namespace ndgc::ops;
+
+void check_binary(Binary op, const ArrayImpl& a, const ArrayImpl& b) {
+  const char* name = name_of(op);
+  check_same_device(name, a, b);
+  check_same_dtype(name, a, b);
+  if (!is_comparison(op) && op != Binary::maximum && op != Binary::minimum) check_numeric(name, a);
+}
+
+void check_unary(Unary op, const ArrayImpl& a) {
+  switch (op) {
+    case Unary::neg:
+    case Unary::abs:
+    case Unary::square:
+    case Unary::relu: check_numeric(name_of(op), a); break;
+    default: check_floating(name_of(op), a);
+  }
+}
+
+NDArray binary(Binary op, const NDArray& x, const NDArray& y, Site site) {
+  detail::enter();
+  const char* name = name_of(op);
+  Pinned a(x, name), b(y, name);
+  check_binary(op, *a, *b);
+  Shape shape = broadcast_shapes(name, *a, *b);
+  auto out = new_output(shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site);
+  engine(a->device).binary(op, broadcast_view(*a, shape), broadcast_view(*b, shape), view_of(*out));
+  NDArray result = publish_like(std::move(out), *a, name);
+  if (!is_comparison(op)) record({.kind = OpKind::binary, .binary = op}, {x, y}, result);
+  return result;
+}
+
+NDArray binary_scalar(Binary op, const NDArray& x, double s, bool scalar_left, Site site) {
+  detail::enter();
+  const char* name = name_of(op);
+  Pinned a(x, name);
+  if (!is_comparison(op) && op != Binary::maximum && op != Binary::minimum) check_numeric(name, *a);
+  auto out = new_output(a->shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site);
+  engine(a->device).binary_scalar(op, view_of(*a), s, scalar_left, view_of(*out));
+  NDArray result = publish_like(std::move(out), *a, name);
+  if (!is_comparison(op))
+    record({.kind = OpKind::binary_scalar, .binary = op, .scalar = s, .scalar_left = scalar_left}, {x}, result);
+  return result;
+}
+
+NDArray unary(Unary op, const NDArray& x, Site site) {
+  detail::enter();
+  Pinned a(x, name_of(op));
+  check_unary(op, *a);
+  auto out = new_output(a->shape, a->dtype, a->device, site);
+  engine(a->device).unary(op, view_of(*a), view_of(*out));
+  NDArray result = publish_like(std::move(out), *a, name_of(op));
+  record({.kind = OpKind::unary, .unary = op}, {x}, result);
+  return result;
+}
+
+void binary_into(Binary op, NDArray& self, const NDArray& y) {
+  detail::enter();
+  std::string name = std::string(name_of(op)) + "_";
+  Pinned a(self, name.c_str()), b(y, name.c_str());
+  check_binary(op, *a, *b);
+  check_writable(name.c_str(), *a);
+  if (!broadcastable(b->shape, a->shape))
+    throw ShapeMismatch(fmt::format("{}: {} does not broadcast to the shape of {}, which is written in place", name,
+                                    describe(*b), describe(*a)));
+  Engine& e = engine(a->device);
+  // A source that shares the destination's buffer through a different view
+  // would be read after being overwritten: read a copy instead.
+  std::unique_ptr<ArrayImpl> copy;
+  const ArrayImpl* src = b.get();
+  if (b->storage.get() == a->storage.get() &&
+      !(b->offset == a->offset && b->shape == a->shape && b->strides == a->strides)) {
+    copy = new_output(b->shape, b->dtype, b->device, b->site);
+    e.copy(view_of(*b), view_of(*copy));
+    src = copy.get();
+  }
+  e.binary(op, view_of(*a), broadcast_view(*src, a->shape), view_of(*a));
+}
+
+void scalar_into(Binary op, NDArray& self, double s) {
+  detail::enter();
+  std::string name = std::string(name_of(op)) + "_";
+  Pinned a(self, name.c_str());
+  check_numeric(name.c_str(), *a);
+  check_writable(name.c_str(), *a);
+  engine(a->device).binary_scalar(op, view_of(*a), s, false, view_of(*a));
+}
+
+void unary_into(Unary op, NDArray& self) {
+  detail::enter();
+  Pinned a(self, name_of(op));
+  check_unary(op, *a);
+  check_writable(name_of(op), *a);
+  engine(a->device).unary(op, view_of(*a), view_of(*a));
+}
+
+}  // namespace
+
+NDArray NDArray::add(const NDArray& o, Site s) const { return binary(Binary::add, *this, o, s); }
+NDArray NDArray::sub(const NDArray& o, Site s) const { return binary(Binary::sub, *this, o, s); }
+NDArray NDArray::mul(const NDArray& o, Site s) const { return binary(Binary::mul, *this, o, s); }
+NDArray NDArray::div(const NDArray& o, Site s) const { return binary(Binary::div, *this, o, s); }
+NDArray NDArray::pow(const NDArray& o, Site s) const { return binary(Binary::pow, *this, o, s); }
+NDArray NDArray::maximum(const NDArray& o, Site s) const { return binary(Binary::maximum, *this, o, s); }
+NDArray NDArray::minimum(const NDArray& o, Site s) const { return binary(Binary::minimum, *this, o, s); }
+NDArray NDArray::eq(const NDArray& o, Site s) const { return binary(Binary::eq, *this, o, s); }
+NDArray NDArray::ne(const NDArray& o, Site s) const { return binary(Binary::ne, *this, o, s); }
+NDArray NDArray::gt(const NDArray& o, Site s) const { return binary(Binary::gt, *this, o, s); }
+NDArray NDArray::ge(const NDArray& o, Site s) const { return binary(Binary::ge, *this, o, s); }
+NDArray NDArray::lt(const NDArray& o, Site s) const { return binary(Binary::lt, *this, o, s); }
+NDArray NDArray::le(const NDArray& o, Site s) const { return binary(Binary::le, *this, o, s); }
+
+NDArray NDArray::add(double v, Site s) const { return binary_scalar(Binary::add, *this, v, false, s); }
+NDArray NDArray::sub(double v, Site s) const { return binary_scalar(Binary::sub, *this, v, false, s); }
+NDArray NDArray::mul(double v, Site s) const { return binary_scalar(Binary::mul, *this, v, false, s); }
+NDArray NDArray::div(double v, Site s) const { return binary_scalar(Binary::div, *this, v, false, s); }
+NDArray NDArray::pow(double v, Site s) const { return binary_scalar(Binary::pow, *this, v, false, s); }
+NDArray NDArray::maximum(double v, Site s) const { return binary_scalar(Binary::maximum, *this, v, false, s); }
+NDArray NDArray::minimum(double v, Site s) const { return binary_scalar(Binary::minimum, *this, v, false, s); }
+NDArray NDArray::rsub(double v, Site s) const { return binary_scalar(Binary::sub, *this, v, true, s); }
+NDArray NDArray::rdiv(double v, Site s) const { return binary_scalar(Binary::div, *this, v, true, s); }
+NDArray NDArray::eq(double v, Site s) const { return binary_scalar(Binary::eq, *this, v, false, s); }
+NDArray NDArray::ne(double v, Site s) const { return binary_scalar(Binary::ne, *this, v, false, s); }
+NDArray NDArray::gt(double v, Site s) const { return binary_scalar(Binary::gt, *this, v, false, s); }
+NDArray NDArray::ge(double v, Site s) const { return binary_scalar(Binary::ge, *this, v, false, s); }
+NDArray NDArray::lt(double v, Site s) const { return binary_scalar(Binary::lt, *this, v, false, s); }
+NDArray NDArray::le(double v, Site s) const { return binary_scalar(Binary::le, *this, v, false, s); }
+
+NDArray& NDArray::add_(const NDArray& o) { return binary_into(Binary::add, *this, o), *this; }
+NDArray& NDArray::sub_(const NDArray& o) { return binary_into(Binary::sub, *this, o), *this; }
+NDArray& NDArray::mul_(const NDArray& o) { return binary_into(Binary::mul, *this, o), *this; }
+NDArray& NDArray::div_(const NDArray& o) { return binary_into(Binary::div, *this, o), *this; }
+NDArray& NDArray::pow_(const NDArray& o) { return binary_into(Binary::pow, *this, o), *this; }
+NDArray& NDArray::maximum_(const NDArray& o) { return binary_into(Binary::maximum, *this, o), *this; }
+NDArray& NDArray::minimum_(const NDArray& o) { return binary_into(Binary::minimum, *this, o), *this; }
+NDArray& NDArray::add_(double v) { return scalar_into(Binary::add, *this, v), *this; }
+NDArray& NDArray::sub_(double v) { return scalar_into(Binary::sub, *this, v), *this; }
+NDArray& NDArray::mul_(double v) { return scalar_into(Binary::mul, *this, v), *this; }
+NDArray& NDArray::div_(double v) { return scalar_into(Binary::div, *this, v), *this; }
+NDArray& NDArray::pow_(double v) { return scalar_into(Binary::pow, *this, v), *this; }
+NDArray& NDArray::maximum_(double v) { return scalar_into(Binary::maximum, *this, v), *this; }
+NDArray& NDArray::minimum_(double v) { return scalar_into(Binary::minimum, *this, v), *this; }
+
+NDArray NDArray::neg(Site s) const { return unary(Unary::neg, *this, s); }
+NDArray NDArray::abs(Site s) const { return unary(Unary::abs, *this, s); }
+NDArray NDArray::exp(Site s) const { return unary(Unary::exp, *this, s); }
+NDArray NDArray::log(Site s) const { return unary(Unary::log, *this, s); }
+NDArray NDArray::sqrt(Site s) const { return unary(Unary::sqrt, *this, s); }
+NDArray NDArray::square(Site s) const { return unary(Unary::square, *this, s); }
+NDArray NDArray::relu(Site s) const { return unary(Unary::relu, *this, s); }
+NDArray NDArray::sigmoid(Site s) const { return unary(Unary::sigmoid, *this, s); }
+NDArray NDArray::tanh(Site s) const { return unary(Unary::tanh, *this, s); }
+NDArray& NDArray::neg_() { return unary_into(Unary::neg, *this), *this; }
+NDArray& NDArray::abs_() { return unary_into(Unary::abs, *this), *this; }
+NDArray& NDArray::exp_() { return unary_into(Unary::exp, *this), *this; }
+NDArray& NDArray::log_() { return unary_into(Unary::log, *this), *this; }
+NDArray& NDArray::sqrt_() { return unary_into(Unary::sqrt, *this), *this; }
+NDArray& NDArray::relu_() { return unary_into(Unary::relu, *this), *this; }
+NDArray& NDArray::sigmoid_() { return unary_into(Unary::sigmoid, *this), *this; }
+NDArray& NDArray::tanh_() { return unary_into(Unary::tanh, *this), *this; }
+
+NDArray& NDArray::fill_(double value) {
+  detail::enter();
+  Pinned a(*this, "fill_");
+  check_writable("fill_", *a);
+  engine(a->device).fill(view_of(*a), value);
+  return *this;
+}
+
+NDArray& NDArray::assign_(const NDArray& source) {
+  detail::enter();
+  Pinned a(*this, "assign_"), b(source, "assign_");
+  check_same_device("assign_", *a, *b);
+  check_same_dtype("assign_", *a, *b);
+  check_writable("assign_", *a);
+  if (!broadcastable(b->shape, a->shape))
+    throw ShapeMismatch(fmt::format("assign_: {} does not broadcast to the shape of {}", describe(*b), describe(*a)));
+  Engine& e = engine(a->device);
+  if (b->storage.get() == a->storage.get()) {
+    auto copy = new_output(b->shape, b->dtype, b->device, b->site);
+    e.copy(view_of(*b), view_of(*copy));
+    e.copy(broadcast_view(*copy, a->shape), view_of(*a));
+  } else {
+    e.copy(broadcast_view(*b, a->shape), view_of(*a));
+  }
+  return *this;
+}
+
+NDArray where(const NDArray& condition, const NDArray& x, const NDArray& y, Site site) {
+  detail::enter();
+  Pinned c(condition, "where"), a(x, "where"), b(y, "where");
+  if (c->dtype != DataType::boolean)
+    throw DTypeMismatch(fmt::format("where: the condition {} must be boolean (from a comparison such as gt())",
+                                    describe(*c)));
+  check_same_device("where", *c, *a);
+  check_same_device("where", *a, *b);
+  check_same_dtype("where", *a, *b);
+  std::optional<Shape> three_way = broadcast_shape(c->shape, broadcast_shapes("where", *a, *b));
+  if (!three_way)
+    throw ShapeMismatch(fmt::format("where: the condition {} does not broadcast with {} and {}", describe(*c),
+                                    describe(*a), describe(*b)));
+  const Shape& shape = *three_way;
+  auto out = new_output(shape, a->dtype, a->device, site);
+  engine(a->device).where(broadcast_view(*c, shape), broadcast_view(*a, shape), broadcast_view(*b, shape),
+                          view_of(*out));
+  NDArray result = publish_like(std::move(out), *a, "where");
+  record({.kind = OpKind::where}, {condition, x, y}, result);
+  return result;
+}
+
+}  // namespace ndgc

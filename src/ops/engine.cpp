@@ -1,0 +1,58 @@
+// The engine table: one engine per device type; the CPU engine is built in.
+#include "ops/engine.hpp"
+
+#include <array>
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "ops/cpu/cpu_engine.hpp"
+
+namespace ndgc::ops {
+namespace {
+std::atomic<Engine*> g_gpu_engine{nullptr};
+}
+
+Engine& engine(Device device) {
+  if (device.is_cpu()) return cpu::cpu_engine();
+  if (Engine* e = g_gpu_engine.load(std::memory_order_acquire)) return *e;
+  throw DeviceMismatch(fmt::format(
+      "no engine for {}: this build of ndgc has no CUDA engine, or no GPU was found", device.to_string()));
+}
+
+void register_engine(DeviceType type, Engine* e) noexcept {
+  if (type == DeviceType::gpu) g_gpu_engine.store(e, std::memory_order_release);
+}
+
+TensorView contiguous_view(void* data, DataType dtype, const Shape& shape) noexcept {
+  TensorView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.rank = shape.rank();
+  std::int64_t stride = 1;
+  for (int i = v.rank - 1; i >= 0; --i) {
+    v.shape[i] = shape[i];
+    v.strides[i] = stride;
+    stride *= shape[i];
+  }
+  return v;
+}
+
+const char* name_of(Unary op) noexcept {
+  constexpr const char* names[] = {"neg", "abs", "exp", "log", "sqrt", "square", "relu", "sigmoid", "tanh"};
+  return names[int(op)];
+}
+
+const char* name_of(Binary op) noexcept {
+  constexpr const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                                   "eq",  "ne",  "gt",  "ge",  "lt",  "le"};
+  return names[int(op)];
+}
+
+const char* name_of(Reduce op) noexcept {
+  constexpr const char* names[] = {"sum", "mean", "max", "min"};
+  return names[int(op)];
+}
+
+}  // namespace ndgc::ops

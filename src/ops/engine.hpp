@@ -1,0 +1,118 @@
+// Engines: the kernels behind every op, one engine per device type.
+//
+// The ops layer does everything device-independent once (validation,
+// broadcasting, output shapes, dtype rules, managers) and hands the engine
+// raw tensor views: a data pointer, dtype, shape and strides in elements.
+// Broadcast inputs arrive as views with stride 0 on the broadcast axes, so an
+// engine never reasons about broadcasting. The CPU engine (ops/cpu/) is built
+// in; the CUDA engine (gpu/) registers itself for DeviceType::gpu, and
+// nothing in core or the op plumbing changes when it does.
+//
+// Contract for every kernel: views passed as `out` never overlap an input
+// unless they are the identical view (in-place element-wise); the ops layer
+// copies first otherwise. Kernels throw only InvalidArgument for bad values
+// they alone can see (an out-of-range one_hot index).
+#pragma once
+
+#include <cstdint>
+
+#include "ndgc/device.hpp"
+#include "ndgc/dtype.hpp"
+#include "ndgc/shape.hpp"
+
+namespace ndgc::ops {
+
+struct TensorView {
+  void* data = nullptr;  // element [0, ..., 0]
+  DataType dtype = DataType::float32;
+  int rank = 0;
+  std::int64_t shape[kMaxRank] = {};
+  std::int64_t strides[kMaxRank] = {};  // in elements; 0 on broadcast axes
+
+  std::int64_t size() const noexcept {
+    std::int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= shape[i];
+    return n;
+  }
+  bool is_contiguous() const noexcept {
+    std::int64_t expected = 1;
+    for (int i = rank - 1; i >= 0; --i) {
+      if (shape[i] != 1 && strides[i] != expected) return false;
+      expected *= shape[i];
+    }
+    return true;
+  }
+  // The same elements with axes reordered: view.permuted(p).shape[i] == shape[p[i]].
+  TensorView permuted(const int* perm) const noexcept {
+    TensorView v = *this;
+    for (int i = 0; i < rank; ++i) {
+      v.shape[i] = shape[perm[i]];
+      v.strides[i] = strides[perm[i]];
+    }
+    return v;
+  }
+};
+
+// A contiguous view of `count` elements at `data` with `shape`.
+TensorView contiguous_view(void* data, DataType dtype, const Shape& shape) noexcept;
+
+enum class Unary : std::uint8_t { neg, abs, exp, log, sqrt, square, relu, sigmoid, tanh };
+enum class Binary : std::uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, ne, gt, ge, lt, le };
+enum class Reduce : std::uint8_t { sum, mean, max, min };
+
+const char* name_of(Unary op) noexcept;
+const char* name_of(Binary op) noexcept;
+const char* name_of(Reduce op) noexcept;
+inline bool is_comparison(Binary op) noexcept { return op >= Binary::eq; }
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual void fill(const TensorView& out, double value) = 0;
+  // out[i] = start + i * step over a contiguous 1-D out.
+  virtual void arange(const TensorView& out, double start, double step) = 0;
+  // A 2-D out: ones on the main diagonal, zeros elsewhere.
+  virtual void eye(const TensorView& out) = 0;
+  // Counter-based: element i of the call draws from stream (seed, offset + i),
+  // so results do not depend on threads or on how the work is split.
+  virtual void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
+                              std::uint64_t offset) = 0;
+  virtual void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
+                             std::uint64_t offset) = 0;
+
+  // Element-wise copy with dtype conversion; `in` has out's shape (maybe broadcast).
+  virtual void copy(const TensorView& in, const TensorView& out) = 0;
+  virtual void unary(Unary op, const TensorView& in, const TensorView& out) = 0;
+  // a and b have out's shape (maybe broadcast) and the same dtype; comparisons write boolean.
+  virtual void binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) = 0;
+  // out = a op s, or s op a when scalar_left.
+  virtual void binary_scalar(Binary op, const TensorView& a, double s, bool scalar_left,
+                             const TensorView& out) = 0;
+  virtual void where(const TensorView& condition, const TensorView& a, const TensorView& b,
+                     const TensorView& out) = 0;
+
+  // Reduces the axes set in `axes` (bit i: axis i); out has in's rank with
+  // those axes of length 1. Not boolean.
+  virtual void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) = 0;
+  // Index (int64) of the first max/min along `axis`; out has that axis of length 1.
+  virtual void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) = 0;
+
+  // a [..., m, k] × b [..., k, n] → out [..., m, n]; the batch axes of a and b
+  // are already broadcast to out's.
+  virtual void matmul(const TensorView& a, const TensorView& b, const TensorView& out) = 0;
+  virtual void softmax(const TensorView& in, int axis, bool log, const TensorView& out) = 0;
+  // out [..., depth], zero but for out[..., indices[...]] = 1. Throws InvalidArgument
+  // for an index outside [0, depth).
+  virtual void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) = 0;
+
+  // Transfers between the device and host memory (contiguous, dtype converted).
+  virtual void to_host(const TensorView& in, const TensorView& host_out) = 0;
+  virtual void from_host(const TensorView& host_in, const TensorView& out) = 0;
+};
+
+// The engine for `device`; DeviceMismatch when none is registered.
+Engine& engine(Device device);
+void register_engine(DeviceType type, Engine* engine) noexcept;
+
+}  // namespace ndgc::ops

@@ -1,0 +1,90 @@
+// matmul: 2-D products, NumPy's rules for 1-D operands, batched products
+// with broadcast batch axes.
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "ndgc/ndarray.hpp"
+#include "ops/op_support.hpp"
+#include "ops/record.hpp"
+
+namespace ndgc {
+namespace {
+
+using namespace ndgc::ops;
+
+// The operand as a view of rank >= 2: a vector becomes a row (lhs) or a column (rhs).
+TensorView as_matrix(const ArrayImpl& a, bool lhs) {
+  TensorView v = view_of(a);
+  if (v.rank == 1) {
+    v.rank = 2;
+    if (lhs) {
+      v.shape[1] = v.shape[0], v.strides[1] = v.strides[0];
+      v.shape[0] = 1, v.strides[0] = 0;
+    } else {
+      v.shape[1] = 1, v.strides[1] = 0;
+    }
+  }
+  return v;
+}
+
+// `v` with its batch axes (all but the last two) broadcast to `batch`.
+TensorView broadcast_batch(const TensorView& v, const Shape& batch) {
+  TensorView out;
+  out.data = v.data;
+  out.dtype = v.dtype;
+  out.rank = batch.rank() + 2;
+  const int vb = v.rank - 2, shift = batch.rank() - vb;
+  for (int i = 0; i < batch.rank(); ++i) {
+    int j = i - shift;
+    out.shape[i] = batch[i];
+    out.strides[i] = (j < 0 || v.shape[j] != batch[i]) ? 0 : v.strides[j];
+  }
+  for (int i = 0; i < 2; ++i) {
+    out.shape[batch.rank() + i] = v.shape[vb + i];
+    out.strides[batch.rank() + i] = v.strides[vb + i];
+  }
+  return out;
+}
+
+}  // namespace
+
+NDArray matmul(const NDArray& x, const NDArray& y, Site site) {
+  detail::enter();
+  Pinned a(x, "matmul"), b(y, "matmul");
+  check_same_device("matmul", *a, *b);
+  check_same_dtype("matmul", *a, *b);
+  check_numeric("matmul", *a);
+  if (a->shape.rank() == 0 || b->shape.rank() == 0)
+    throw InvalidArgument(fmt::format("matmul: {} × {}: scalars have no matrix product; use mul", describe(*a),
+                                      describe(*b)));
+  TensorView va = as_matrix(*a, true), vb = as_matrix(*b, false);
+  const std::int64_t m = va.shape[va.rank - 2], k = va.shape[va.rank - 1];
+  const std::int64_t k2 = vb.shape[vb.rank - 2], n = vb.shape[vb.rank - 1];
+  if (k != k2)
+    throw ShapeMismatch(fmt::format("matmul: {} × {}: inner dimensions {} and {} differ", describe(*a),
+                                    describe(*b), k, k2));
+  Shape batch_a(std::span<const std::int64_t>(va.shape, std::size_t(va.rank - 2)));
+  Shape batch_b(std::span<const std::int64_t>(vb.shape, std::size_t(vb.rank - 2)));
+  std::optional<Shape> batch = broadcast_shape(batch_a, batch_b);
+  if (!batch)
+    throw ShapeMismatch(fmt::format("matmul: the batch axes of {} and {} do not broadcast", describe(*a),
+                                    describe(*b)));
+  Shape full = *batch;
+  full.push_back(m);
+  full.push_back(n);
+  auto out = new_output(full, a->dtype, a->device, site);
+  engine(a->device).matmul(broadcast_batch(va, *batch), broadcast_batch(vb, *batch), view_of(*out));
+  // NumPy: a vector operand's added axis is removed from the result.
+  Shape result_shape = *batch;
+  if (a->shape.rank() > 1) result_shape.push_back(m);
+  if (b->shape.rank() > 1) result_shape.push_back(n);
+  out->shape = result_shape;
+  out->strides = detail::contiguous_strides(result_shape);
+  NDArray result = publish_like(std::move(out), *a, "matmul");
+  record({.kind = OpKind::matmul}, {x, y}, result);
+  return result;
+}
+
+NDArray NDArray::matmul(const NDArray& other, Site site) const { return ndgc::matmul(*this, other, site); }
+
+}  // namespace ndgc

@@ -1,0 +1,68 @@
+// The op record: how a later layer (autograd) learns what each op did.
+//
+// Every differentiable op of the ops layer calls record() with its inputs,
+// its output and what it needs to know to differentiate (OpRecord). The
+// autograd layer installs the recorder; until it does, record() is one
+// relaxed load of a null pointer. The inputs and output are handles, so
+// whatever the recorder keeps stays reachable (DESIGN.md §3).
+// In-place ops are not recorded: they are how optimizers update parameters.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <vector>
+
+#include "ndgc/ndarray.hpp"
+#include "ops/engine.hpp"
+
+namespace ndgc::ops {
+
+enum class OpKind : std::uint8_t {
+  binary,         // binary (array op array, broadcasting)
+  binary_scalar,  // binary, scalar, scalar_left
+  unary,          // unary
+  reduce,         // reduce over axes (mask of the input's axes), keepdims
+  matmul,
+  reshape,        // any view that keeps the element order: reshape, squeeze, expand_dims, flatten
+  permute,        // perm
+  broadcast_to,   // (shape: the output's)
+  get,            // index
+  concat,         // axis
+  stack,          // axis
+  softmax,        // axis
+  log_softmax,    // axis
+  where,          // inputs: condition, x, y
+  to_type,        // dtype
+  copy,           // dup / contiguous copy
+};
+
+struct OpRecord {
+  OpKind kind;
+  Binary binary = Binary::add;
+  Unary unary = Unary::neg;
+  Reduce reduce = Reduce::sum;
+  double scalar = 0;
+  bool scalar_left = false;
+  bool keepdims = false;
+  std::uint32_t axes = 0;
+  int axis = 0;
+  std::vector<int> perm;
+  NDIndex index;
+  DataType dtype = DataType::float32;
+};
+
+using Recorder = void (*)(const OpRecord& op, std::span<const NDArray> inputs, const NDArray& output);
+void set_recorder(Recorder recorder) noexcept;
+
+extern std::atomic<Recorder> g_recorder;
+inline void record(const OpRecord& op, std::initializer_list<NDArray> inputs, const NDArray& output) {
+  if (Recorder r = g_recorder.load(std::memory_order_relaxed))
+    r(op, std::span<const NDArray>(inputs.begin(), inputs.size()), output);
+}
+inline void record(const OpRecord& op, std::span<const NDArray> inputs, const NDArray& output) {
+  if (Recorder r = g_recorder.load(std::memory_order_relaxed)) r(op, inputs, output);
+}
+
+}  // namespace ndgc::ops

@@ -1,0 +1,72 @@
+// Options: the table of NDGC_* environment variables and their parsing.
+//
+// One table, one parser (mimalloc's options.c is the model): adding a
+// variable means one row here, one field in Options and one README line.
+// Thread-safety: options() is a function-local static, initialised once.
+#include "support/options.hpp"
+
+#include <cstdlib>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "ndgc/memory.hpp"
+
+namespace ndgc::support {
+namespace {
+
+constexpr OptionInfo kTable[] = {
+    {"NDGC_AUTOCLOSE", "off",
+     "auto-close at start-up: off|on|trace (also 0|1). trace needs a program linked with ndgc::trace"},
+    {"NDGC_TRACK_CLOSE", "0", "record where each array was closed; use-after-close errors name it"},
+    {"NDGC_MAX_BYTES", "0", "host memory limit, e.g. 512m or 2g (0: none)"},
+    {"NDGC_GPU_MAX_BYTES", "0", "per-GPU memory limit (0: none)"},
+    {"NDGC_MAX_PHYSICAL_BYTES", "0", "process resident-size limit (0: none)"},
+    {"NDGC_DATA_DIR", "", "where datasets are read from (default /usr/share/datasets)"},
+};
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::uint64_t env_size(const char* name) {
+  std::string v = env(name);
+  return v.empty() ? 0 : memory::parse_size(v, name);
+}
+
+Options parse() {
+  Options o;
+  std::string ac = env("NDGC_AUTOCLOSE");
+  if (ac == "" || ac == "0" || ac == "off" || ac == "false") o.autoclose = "off";
+  else if (ac == "1" || ac == "on" || ac == "true" || ac == "refcount") o.autoclose = "on";
+  else if (ac == "trace") o.autoclose = "trace";
+  else
+    throw InvalidArgument(fmt::format(
+        "NDGC_AUTOCLOSE='{}' is not understood: use off, on or trace (or 0, 1)", ac));
+  std::string tc = env("NDGC_TRACK_CLOSE");
+  o.track_close = !tc.empty() && parse_bool(tc, "NDGC_TRACK_CLOSE");
+  o.max_bytes = env_size("NDGC_MAX_BYTES");
+  o.gpu_max_bytes = env_size("NDGC_GPU_MAX_BYTES");
+  o.max_physical_bytes = env_size("NDGC_MAX_PHYSICAL_BYTES");
+  o.data_dir = env("NDGC_DATA_DIR");
+  return o;
+}
+
+}  // namespace
+
+const Options& options() {
+  static const Options parsed = parse();
+  return parsed;
+}
+
+std::span<const OptionInfo> option_table() { return kTable; }
+
+bool parse_bool(const std::string& text, const std::string& what) {
+  if (text == "1" || text == "on" || text == "true" || text == "yes") return true;
+  if (text == "0" || text == "off" || text == "false" || text == "no") return false;
+  throw InvalidArgument(fmt::format("{}='{}' is not a boolean: use 1/0, on/off, true/false", what, text));
+}
+
+}  // namespace ndgc::support

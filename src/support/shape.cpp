@@ -1,0 +1,69 @@
+// Shape, Device and DataType helpers: plain values, no state.
+#include <fmt/format.h>
+
+#include "ndgc/device.hpp"
+#include "ndgc/error.hpp"
+#include "ndgc/shape.hpp"
+
+namespace ndgc {
+namespace {
+[[noreturn]] void too_many(std::size_t rank) {
+  throw InvalidArgument(fmt::format("Shape: {} dimensions requested; at most {} are supported", rank, kMaxRank));
+}
+}  // namespace
+
+Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::span<const std::int64_t>(dims.begin(), dims.size())) {}
+
+Shape::Shape(std::span<const std::int64_t> dims) {
+  if (dims.size() > std::size_t(kMaxRank)) too_many(dims.size());
+  rank_ = static_cast<std::int8_t>(dims.size());
+  for (std::size_t i = 0; i < dims.size(); ++i) dims_[i] = dims[i];
+}
+
+std::int64_t Shape::size() const noexcept {
+  std::int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  return n;
+}
+
+std::int64_t Shape::get(int axis) const {
+  int a = axis < 0 ? axis + rank_ : axis;
+  if (a < 0 || a >= rank_)
+    throw InvalidArgument(fmt::format("Shape::get: axis {} is out of range for shape {}", axis, to_string()));
+  return dims_[a];
+}
+
+void Shape::push_back(std::int64_t dim) {
+  if (rank_ == kMaxRank) too_many(std::size_t(rank_) + 1);
+  dims_[rank_++] = dim;
+}
+
+void Shape::insert(int axis, std::int64_t dim) {
+  if (rank_ == kMaxRank) too_many(std::size_t(rank_) + 1);
+  for (int i = rank_; i > axis; --i) dims_[i] = dims_[i - 1];
+  dims_[axis] = dim;
+  ++rank_;
+}
+
+void Shape::erase(int axis) noexcept {
+  for (int i = axis; i + 1 < rank_; ++i) dims_[i] = dims_[i + 1];
+  dims_[--rank_] = 0;
+}
+
+std::string Shape::to_string() const {
+  if (rank_ == 1) return fmt::format("({},)", dims_[0]);
+  return fmt::format("({})", fmt::join(begin(), end(), ", "));
+}
+
+bool operator==(const Shape& a, const Shape& b) noexcept {
+  if (a.rank_ != b.rank_) return false;
+  for (int i = 0; i < a.rank_; ++i)
+    if (a.dims_[i] != b.dims_[i]) return false;
+  return true;
+}
+
+std::string Device::to_string() const {
+  return type == DeviceType::cpu ? std::string("cpu()") : fmt::format("gpu({})", index);
+}
+
+}  // namespace ndgc
