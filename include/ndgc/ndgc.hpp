@@ -9,7 +9,9 @@
 // The umbrella header: everything public. See README.md for a tour.
 #pragma once
 
+#include "ndgc/data.hpp"
 #include "ndgc/device.hpp"
+#include "ndgc/debug.hpp"
 #include "ndgc/dtype.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/gc.hpp"

@@ -1,0 +1,10 @@
+// Close-site tracking switch: the debug layer's handle on core's flag.
+#include "core/autoclose.hpp"
+#include "ndgc/debug.hpp"
+
+namespace ndgc::debug {
+
+void set_track_close(bool on) noexcept { detail::g_track_close.store(on, std::memory_order_relaxed); }
+bool track_close() noexcept { return detail::track_close(); }
+
+}  // namespace ndgc::debug
