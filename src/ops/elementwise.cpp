@@ -1,5 +1,7 @@
 // Element-wise ops: binary with broadcasting (array and scalar operands),
 // comparisons, unary functions, where, and their in-place forms.
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -12,8 +14,8 @@ namespace {
 
 using namespace ndgc::ops;
 
-void check_binary(Binary op, const ArrayImpl& a, const ArrayImpl& b) {
-  const char* name = name_of(op);
+// `name` is the op as the user called it: "add", or "add_" for the in-place form.
+void check_binary(const char* name, Binary op, const ArrayImpl& a, const ArrayImpl& b) {
   check_same_device(name, a, b);
   check_same_dtype(name, a, b);
   if (!is_comparison(op) && op != Binary::maximum && op != Binary::minimum) check_numeric(name, a);
@@ -33,7 +35,7 @@ NDArray binary(Binary op, const NDArray& x, const NDArray& y, Site site) {
   detail::enter();
   const char* name = name_of(op);
   Pinned a(x, name), b(y, name);
-  check_binary(op, *a, *b);
+  check_binary(name, op, *a, *b);
   Shape shape = broadcast_shapes(name, *a, *b);
   auto out = new_output(shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site);
   engine(a->device).binary(op, broadcast_view(*a, shape), broadcast_view(*b, shape), view_of(*out));
@@ -42,13 +44,53 @@ NDArray binary(Binary op, const NDArray& x, const NDArray& y, Site site) {
   return result;
 }
 
+// Note [Comparing integers with scalars]
+// A scalar operand takes the array's dtype, but a comparison must not
+// truncate it first: NumPy says 2 < 2.5, and 2 == 2.5 is false. For integer
+// and boolean arrays, a scalar the dtype cannot hold exactly becomes an
+// equivalent comparison with one it can (x < 2.5 is x <= 2, x >= 2.5 is
+// x > 2), or a constant (x == 2.5, x < 1e30, anything against NaN). Done
+// here, before the engine, so every engine compares exactly.
+struct ExactCompare {
+  Binary op;
+  double scalar;
+  int constant = -1;  // 0 or 1: every element compares so; -1: run the comparison
+};
+
+ExactCompare exact_compare(Binary op, double s, DataType dtype) {
+  double lo = 0, hi = 0;  // the dtype holds the integers in [lo, hi)
+  switch (dtype) {
+    case DataType::int32: lo = -0x1p31, hi = 0x1p31; break;
+    case DataType::int64: lo = -0x1p63, hi = 0x1p63; break;
+    case DataType::uint8: lo = 0, hi = 256; break;
+    case DataType::boolean: lo = 0, hi = 2; break;
+    default: return {op, s};  // floats: the engine converts, as NumPy does for Python scalars
+  }
+  const bool eq_or_ne = op == Binary::eq || op == Binary::ne;
+  const bool below_true = op == Binary::gt || op == Binary::ge;  // x > s holds when s is below the range
+  if (s != s) return {op, s, op == Binary::ne ? 1 : 0};
+  if (s < lo) return {op, s, eq_or_ne ? op == Binary::ne : below_true};
+  if (s >= hi) return {op, s, eq_or_ne ? op == Binary::ne : !below_true};
+  const double whole = std::floor(s);
+  if (whole == s) return {op, s};
+  if (eq_or_ne) return {op, s, op == Binary::ne};
+  // Between two integers: x < s and x <= s mean x <= floor(s); x > s and x >= s mean x > floor(s).
+  return {below_true ? Binary::gt : Binary::le, whole};
+}
+
 NDArray binary_scalar(Binary op, const NDArray& x, double s, bool scalar_left, Site site) {
   detail::enter();
   const char* name = name_of(op);
   Pinned a(x, name);
   if (!is_comparison(op) && op != Binary::maximum && op != Binary::minimum) check_numeric(name, *a);
   auto out = new_output(a->shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site);
-  engine(a->device).binary_scalar(op, view_of(*a), s, scalar_left, view_of(*out));
+  ExactCompare exact{op, s};
+  // Comparisons never take the scalar on the left. See Note [Comparing integers with scalars].
+  if (is_comparison(op) && !scalar_left) exact = exact_compare(op, s, a->dtype);
+  if (exact.constant >= 0)
+    engine(a->device).fill(view_of(*out), exact.constant);
+  else
+    engine(a->device).binary_scalar(exact.op, view_of(*a), exact.scalar, scalar_left, view_of(*out));
   NDArray result = publish_like(std::move(out), *a, name);
   if (!is_comparison(op))
     record({.kind = OpKind::binary_scalar, .binary = op, .scalar = s, .scalar_left = scalar_left}, {x}, result);
@@ -70,7 +112,7 @@ void binary_into(Binary op, NDArray& self, const NDArray& y) {
   detail::enter();
   std::string name = std::string(name_of(op)) + "_";
   Pinned a(self, name.c_str()), b(y, name.c_str());
-  check_binary(op, *a, *b);
+  check_binary(name.c_str(), op, *a, *b);
   check_writable(name.c_str(), *a);
   if (!broadcastable(b->shape, a->shape))
     throw ShapeMismatch(fmt::format("{}: {} does not broadcast to the shape of {}, which is written in place", name,

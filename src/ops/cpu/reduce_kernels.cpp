@@ -4,7 +4,10 @@
 // the input contiguous if it is not (one copy), and then works on a row-major
 // rows × cols matrix with Eigen's rowwise reductions. Reducing the leading
 // axes of a contiguous array (a bias gradient: sum over the batch) skips the
-// copy and uses a colwise reduction instead.
+// copy and uses a colwise reduction instead. max and min propagate NaN; see
+// Note [NaN in max and min].
+#include <type_traits>
+
 #include <Eigen/Core>
 
 #include "ops/cpu/cpu_engine.hpp"
@@ -46,14 +49,23 @@ Split split_axes(const TensorView& in, std::uint32_t axes) {
   return s;
 }
 
+// Note [NaN in max and min]
+// Eigen's maxCoeff/minCoeff may drop NaN (PropagateFast); NumPy's max and min,
+// and our element-wise maximum/minimum, return NaN when any element is NaN.
+// The partial reductions therefore use Eigen's NaN-propagating functors.
+template <class T>
+using MaxOp = Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>;
+template <class T>
+using MinOp = Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>;
+
 template <class T>
 void reduce_rows(Reduce op, const RowMat<T>& m, T* out) {
   OutVec<T> o(out, m.rows());
   switch (op) {
     case Reduce::sum: o = m.rowwise().sum(); break;
     case Reduce::mean: o = m.rowwise().sum() / T(m.cols()); break;
-    case Reduce::max: o = m.rowwise().maxCoeff(); break;
-    case Reduce::min: o = m.rowwise().minCoeff(); break;
+    case Reduce::max: o = m.rowwise().redux(MaxOp<T>()); break;
+    case Reduce::min: o = m.rowwise().redux(MinOp<T>()); break;
   }
 }
 
@@ -63,9 +75,20 @@ void reduce_cols(Reduce op, const RowMat<T>& m, T* out) {
   switch (op) {
     case Reduce::sum: o = m.colwise().sum().transpose(); break;
     case Reduce::mean: o = m.colwise().sum().transpose() / T(m.rows()); break;
-    case Reduce::max: o = m.colwise().maxCoeff().transpose(); break;
-    case Reduce::min: o = m.colwise().minCoeff().transpose(); break;
+    case Reduce::max: o = m.colwise().redux(MaxOp<T>()).transpose(); break;
+    case Reduce::min: o = m.colwise().redux(MinOp<T>()).transpose(); break;
   }
+}
+
+// x is "better" than the current best: larger (smaller), or NaN, which wins
+// as in NumPy's argmax/argmin. See Note [NaN in max and min].
+template <class T>
+bool beats(bool max, T x, T best) noexcept {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (best != best) return false;  // the first NaN stays
+    if (x != x) return true;
+  }
+  return max ? x > best : x < best;
 }
 
 }  // namespace
@@ -104,7 +127,7 @@ void CpuEngine::arg_reduce(bool max, const TensorView& in, int axis, const Tenso
     for (std::int64_t r = 0; r < s.rows; ++r, x += s.cols) {
       std::int64_t best = 0;
       for (std::int64_t c = 1; c < s.cols; ++c)
-        if (max ? x[c] > x[best] : x[c] < x[best]) best = c;
+        if (beats(max, x[c], x[best])) best = c;
       o[r] = best;
     }
   });

@@ -1,0 +1,3 @@
+#include <doctest/doctest.h>
+#include <ndgc/ndgc.hpp>
+TEST_CASE("placeholder") {}
