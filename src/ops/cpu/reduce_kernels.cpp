@@ -110,7 +110,8 @@ void CpuEngine::reduce(Reduce op, const TensorView& in, std::uint32_t axes, cons
         return;
       }
       std::unique_ptr<Scratch> scratch;
-      const TensorView& rows = contiguous_or_copy(in.permuted(s.perm), scratch);
+      const TensorView permuted = in.permuted(s.perm);  // outlives `rows`, which may refer to it
+      const TensorView& rows = contiguous_or_copy(permuted, scratch);
       reduce_rows<T>(op, RowMat<T>(static_cast<const T*>(rows.data), s.rows, s.cols), o);
     }
   });
@@ -119,7 +120,8 @@ void CpuEngine::reduce(Reduce op, const TensorView& in, std::uint32_t axes, cons
 void CpuEngine::arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) {
   Split s = split_axes(in, 1u << axis);
   std::unique_ptr<Scratch> scratch;
-  const TensorView& rows = contiguous_or_copy(in.permuted(s.perm), scratch);
+  const TensorView permuted = in.permuted(s.perm);  // outlives `rows`, which may refer to it
+  const TensorView& rows = contiguous_or_copy(permuted, scratch);
   std::int64_t* o = static_cast<std::int64_t*>(out.data);
   dispatch(in.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -136,7 +138,8 @@ void CpuEngine::arg_reduce(bool max, const TensorView& in, int axis, const Tenso
 void CpuEngine::softmax(const TensorView& in, int axis, bool log, const TensorView& out) {
   Split s = split_axes(in, 1u << axis);
   std::unique_ptr<Scratch> in_scratch;
-  const TensorView& rows = contiguous_or_copy(in.permuted(s.perm), in_scratch);
+  const TensorView permuted = in.permuted(s.perm);  // outlives `rows`, which may refer to it
+  const TensorView& rows = contiguous_or_copy(permuted, in_scratch);
   TensorView out_rows = out.permuted(s.perm);
   std::unique_ptr<Scratch> out_scratch;
   if (!out_rows.is_contiguous()) out_scratch = std::make_unique<Scratch>(out_rows);
