@@ -258,6 +258,19 @@ class NDArray {
   // Contiguous: this array itself if it already is, otherwise dup().
   NDArray contiguous(Site site = Site::current()) const;
 
+  // ---- autograd (ndgc/autograd.hpp; implemented in src/autograd/) ------------
+  // true: backward() accumulates d(target)/d(this) into this array's gradient,
+  // created once, here, as zeros of the same shape and dtype in the array's
+  // current manager. false: closes that gradient. Floating dtypes only
+  // (DTypeMismatch). Idempotent; returns this handle.
+  NDArray& set_requires_gradient(bool on = true);
+  bool requires_gradient() const;
+  // The gradient array: the same array on every call, allocating nothing.
+  // Gradients accumulate over backward() calls until zeroed
+  // (autograd::zero_gradients or gradient().fill_(0)). InvalidArgument unless
+  // requires_gradient().
+  NDArray gradient() const;
+
   // Implementation access for the library's own layers (not for users).
   detail::KeyHeader* key() const noexcept { return key_; }
   static NDArray adopt(detail::KeyHeader* key) noexcept {  // takes over one count

@@ -1,0 +1,460 @@
+// Gradient rules, one function per OpKind. See rules.hpp.
+#include "autograd/rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/registry.hpp"
+#include "ops/op_support.hpp"
+
+namespace ndgc::autograd::detail {
+namespace {
+
+using ndgc::detail::Pinned;
+using ops::OpKind;
+
+struct Rule {
+  const Node& node;
+  Scratch g;  // the output's gradient; a rule may take it over
+  std::vector<Scratch>& out;
+
+  bool needs(std::size_t i) const { return node.sources[i] != kNoGradient; }
+  Pinned input(std::size_t i) const { return Pinned(node.inputs[i], "backward"); }
+  Pinned output() const { return Pinned(node.output, "backward"); }
+  Device device() const { return g.device(); }
+  Scratch zero() const { return full(Shape{}, g.dtype(), g.device(), 0); }
+};
+
+TensorView view(const Pinned& p) { return ops::view_of(*p); }
+
+void binary_rule(Rule& r) {
+  Pinned pa = r.input(0), pb = r.input(1);
+  const Shape shape = r.g.shape(), sa = pa->shape, sb = pb->shape;
+  const TensorView a = view(pa), b = view(pb), g = r.g.view();
+  const bool na = r.needs(0), nb = r.needs(1);
+  const Device d = r.device();
+  switch (r.node.op.binary) {
+    case Binary::add:
+      if (nb) r.out[1] = sum_to(na ? copy(r.g) : std::move(r.g), sb);
+      if (na) r.out[0] = sum_to(std::move(r.g), sa);
+      break;
+    case Binary::sub:
+      if (nb) {
+        Scratch t = na ? copy(r.g) : std::move(r.g);
+        unary_into(Unary::neg, t);
+        r.out[1] = sum_to(std::move(t), sb);
+      }
+      if (na) r.out[0] = sum_to(std::move(r.g), sa);
+      break;
+    case Binary::mul:
+      if (na) r.out[0] = sum_to(binary(Binary::mul, g, b, shape, d), sa);
+      if (nb) r.out[1] = sum_to(binary(Binary::mul, g, a, shape, d), sb);
+      break;
+    case Binary::div:  // d/db (a / b) = -(a / b) / b
+      if (na) r.out[0] = sum_to(binary(Binary::div, g, b, shape, d), sa);
+      if (nb) {
+        Pinned po = r.output();
+        Scratch t = binary(Binary::mul, g, view(po), shape, d);
+        binary_into(Binary::div, t, b);
+        unary_into(Unary::neg, t);
+        r.out[1] = sum_to(std::move(t), sb);
+      }
+      break;
+    case Binary::pow:  // d/da a^b = b a^(b-1); d/db a^b = a^b ln a
+      if (na) {
+        Scratch e = scalar(Binary::sub, b, 1, false, d);
+        Scratch t = binary(Binary::pow, a, e.view(), shape, d);
+        binary_into(Binary::mul, t, b);
+        binary_into(Binary::mul, t, g);
+        r.out[0] = sum_to(std::move(t), sa);
+      }
+      if (nb) {
+        Pinned po = r.output();
+        Scratch ln = unary(Unary::log, a, d);
+        Scratch t = binary(Binary::mul, g, view(po), shape, d);
+        binary_into(Binary::mul, t, ln.view());
+        r.out[1] = sum_to(std::move(t), sb);
+      }
+      break;
+    case Binary::maximum:
+    case Binary::minimum: {
+      Scratch first = binary(r.node.op.binary == Binary::maximum ? Binary::ge : Binary::le, a, b, shape, d);
+      Scratch zero = r.zero();
+      if (na) r.out[0] = sum_to(where(first.view(), g, zero.view(), shape, d), sa);
+      if (nb) r.out[1] = sum_to(where(first.view(), zero.view(), g, shape, d), sb);
+      break;
+    }
+    default: break;  // comparisons are not recorded
+  }
+}
+
+void scalar_rule(Rule& r) {
+  Pinned px = r.input(0);
+  const TensorView x = view(px);
+  const double s = r.node.op.scalar;
+  const bool left = r.node.op.scalar_left;
+  const Device d = r.device();
+  Scratch t;
+  switch (r.node.op.binary) {
+    case Binary::add: t = std::move(r.g); break;
+    case Binary::sub:
+      t = std::move(r.g);
+      if (left) unary_into(Unary::neg, t);
+      break;
+    case Binary::mul:
+      t = std::move(r.g);
+      scalar_into(Binary::mul, t, s);
+      break;
+    case Binary::div:
+      t = std::move(r.g);
+      if (!left) {
+        scalar_into(Binary::div, t, s);
+      } else {  // d/dx s / x = -(s / x) / x
+        Pinned po = r.output();
+        binary_into(Binary::mul, t, view(po));
+        binary_into(Binary::div, t, x);
+        unary_into(Unary::neg, t);
+      }
+      break;
+    case Binary::pow:
+      if (left) {  // d/dx s^x = s^x ln s
+        Pinned po = r.output();
+        t = std::move(r.g);
+        binary_into(Binary::mul, t, view(po));
+        scalar_into(Binary::mul, t, std::log(s));
+      } else {  // d/dx x^s = s x^(s-1)
+        t = scalar(Binary::pow, x, s - 1, false, d);
+        binary_into(Binary::mul, t, r.g.view());
+        scalar_into(Binary::mul, t, s);
+      }
+      break;
+    case Binary::maximum:
+    case Binary::minimum: {
+      Scratch first = scalar(r.node.op.binary == Binary::maximum ? Binary::ge : Binary::le, x, s, false, d);
+      Scratch zero = r.zero();
+      t = where(first.view(), r.g.view(), zero.view(), r.g.shape(), d);
+      break;
+    }
+    default: return;
+  }
+  r.out[0] = std::move(t);
+}
+
+void unary_rule(Rule& r) {
+  Pinned px = r.input(0);
+  const TensorView x = view(px);
+  const Shape shape = r.g.shape();
+  const Device d = r.device();
+  Scratch t;
+  switch (r.node.op.unary) {
+    case Unary::neg:
+      t = std::move(r.g);
+      unary_into(Unary::neg, t);
+      break;
+    case Unary::abs: {  // sign(x), 0 at 0
+      Scratch pos = scalar(Binary::gt, x, 0, false, d), neg = scalar(Binary::lt, x, 0, false, d);
+      Scratch zero = r.zero();
+      Scratch minus = unary(Unary::neg, r.g.view(), d);
+      Scratch positive = where(pos.view(), r.g.view(), zero.view(), shape, d);
+      t = where(neg.view(), minus.view(), positive.view(), shape, d);
+      break;
+    }
+    case Unary::exp: {
+      Pinned po = r.output();
+      t = std::move(r.g);
+      binary_into(Binary::mul, t, view(po));
+      break;
+    }
+    case Unary::log:
+      t = std::move(r.g);
+      binary_into(Binary::div, t, x);
+      break;
+    case Unary::sqrt: {  // 1 / (2 sqrt x)
+      Pinned po = r.output();
+      t = std::move(r.g);
+      binary_into(Binary::div, t, view(po));
+      scalar_into(Binary::mul, t, 0.5);
+      break;
+    }
+    case Unary::square:
+      t = std::move(r.g);
+      binary_into(Binary::mul, t, x);
+      scalar_into(Binary::mul, t, 2);
+      break;
+    case Unary::relu: {
+      Scratch pos = scalar(Binary::gt, x, 0, false, d);
+      Scratch zero = r.zero();
+      t = where(pos.view(), r.g.view(), zero.view(), shape, d);
+      break;
+    }
+    case Unary::sigmoid: {  // y (1 - y)
+      Pinned po = r.output();
+      t = scalar(Binary::sub, view(po), 1, true, d);
+      binary_into(Binary::mul, t, view(po));
+      binary_into(Binary::mul, t, r.g.view());
+      break;
+    }
+    case Unary::tanh: {  // 1 - y^2
+      Pinned po = r.output();
+      t = binary(Binary::mul, view(po), view(po), shape, d);
+      scalar_into(Binary::sub, t, 1, true);
+      binary_into(Binary::mul, t, r.g.view());
+      break;
+    }
+  }
+  r.out[0] = std::move(t);
+}
+
+void reduce_rule(Rule& r) {
+  Pinned px = r.input(0);
+  const TensorView x = view(px);
+  const Shape shape = px->shape;
+  const std::uint32_t mask = r.node.op.axes;
+  Shape kept = shape;
+  std::int64_t count = 1;
+  for (int i = 0; i < shape.rank(); ++i)
+    if (mask >> i & 1) {
+      count *= shape[i];
+      kept[i] = 1;
+    }
+  const Device d = r.device();
+  r.g.reshape(kept);
+  switch (r.node.op.reduce) {
+    case Reduce::sum: r.out[0] = copy(r.g.view(), shape, r.g.dtype(), d); break;
+    case Reduce::mean: {
+      Scratch t = copy(r.g.view(), shape, r.g.dtype(), d);
+      if (count > 0) scalar_into(Binary::div, t, double(count));
+      r.out[0] = std::move(t);
+      break;
+    }
+    case Reduce::max:
+    case Reduce::min: {  // shared equally among the elements equal to the result
+      Pinned po = r.output();
+      const TensorView result = ops::contiguous_view(po->data(), po->dtype, kept);
+      Scratch hit = binary(Binary::eq, x, result, shape, d);
+      Scratch share = copy(hit.view(), shape, r.g.dtype(), d);
+      Scratch ties = reduce(Reduce::sum, share.view(), mask, d);
+      Scratch t = std::move(r.g);
+      binary_into(Binary::div, t, ties.view());
+      binary_into(Binary::mul, share, t.view());
+      r.out[0] = std::move(share);
+      break;
+    }
+  }
+}
+
+// An operand of matmul as a matrix (rank >= 2), as the ops layer sees it:
+// a vector is a row on the left, a column on the right.
+TensorView as_matrix(TensorView v, bool lhs) {
+  if (v.rank == 1) {
+    v.rank = 2;
+    if (lhs) {
+      v.shape[1] = v.shape[0], v.strides[1] = v.strides[0];
+      v.shape[0] = 1, v.strides[0] = 0;
+    } else {
+      v.shape[1] = 1, v.strides[1] = 0;
+    }
+  }
+  return v;
+}
+
+Shape batch_of(const TensorView& v) {
+  return Shape(std::span<const std::int64_t>(v.shape, std::size_t(v.rank - 2)));
+}
+
+Shape with_matrix(Shape batch, std::int64_t rows, std::int64_t cols) {
+  batch.push_back(rows);
+  batch.push_back(cols);
+  return batch;
+}
+
+// d/dA (A B) = G Bᵀ, d/dB (A B) = Aᵀ G, batch axes summed back to each operand's.
+void matmul_rule(Rule& r) {
+  Pinned pa = r.input(0), pb = r.input(1);
+  const TensorView a = as_matrix(view(pa), true), b = as_matrix(view(pb), false);
+  const std::int64_t m = a.shape[a.rank - 2], k = a.shape[a.rank - 1], n = b.shape[b.rank - 1];
+  const Shape batch = *ops::broadcast_shape(batch_of(a), batch_of(b));
+  r.g.reshape(with_matrix(batch, m, n));
+  const TensorView g = r.g.view();
+  const Device d = r.device();
+  if (r.needs(0)) {
+    Scratch t(with_matrix(batch, m, k), a.dtype, d);
+    if (t.shape().size() > 0) {
+      const TensorView bt = swap_last(b);
+      t.engine().matmul(g, bview(bt, with_matrix(batch, n, k)), t.view());
+    }
+    t = sum_to(std::move(t), shape_of(a));
+    t.reshape(pa->shape);
+    r.out[0] = std::move(t);
+  }
+  if (r.needs(1)) {
+    Scratch t(with_matrix(batch, k, n), b.dtype, d);
+    if (t.shape().size() > 0) {
+      const TensorView at = swap_last(a);
+      t.engine().matmul(bview(at, with_matrix(batch, k, m)), g, t.view());
+    }
+    t = sum_to(std::move(t), shape_of(b));
+    t.reshape(pb->shape);
+    r.out[1] = std::move(t);
+  }
+}
+
+void permute_rule(Rule& r) {
+  Pinned px = r.input(0);
+  const std::vector<int>& perm = r.node.op.perm;
+  int inverse[kMaxRank] = {};
+  for (std::size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = int(i);
+  r.out[0] = copy(r.g.view().permuted(inverse), px->shape, r.g.dtype(), r.device());
+}
+
+// The view that NDArray::get(index) makes of `v` (the index was validated
+// when the op ran). Mirrors the indexing in ops/views.cpp.
+TensorView index_view(const TensorView& v, const NDIndex& index) {
+  using Kind = NDIndex::Item::Kind;
+  int consumed = 0;
+  for (const auto& it : index.items())
+    if (it.kind != Kind::ellipsis) ++consumed;
+  TensorView out = v;
+  out.rank = 0;
+  std::int64_t offset = 0;
+  int axis = 0;
+  auto keep = [&](int ax, std::int64_t length, std::int64_t stride) {
+    out.shape[out.rank] = length;
+    out.strides[out.rank] = stride;
+    ++out.rank;
+    (void)ax;
+  };
+  for (const auto& it : index.items()) {
+    if (it.kind == Kind::ellipsis) {
+      for (int n = v.rank - consumed; n > 0; --n, ++axis) keep(axis, v.shape[axis], v.strides[axis]);
+      continue;
+    }
+    const std::int64_t len = v.shape[axis];
+    if (it.kind == Kind::all) {
+      keep(axis, len, v.strides[axis]);
+    } else if (it.kind == Kind::index) {
+      offset += (it.index < 0 ? it.index + len : it.index) * v.strides[axis];
+    } else {
+      auto clamp = [&](std::optional<std::int64_t> x, std::int64_t fallback) {
+        if (!x) return fallback;
+        std::int64_t y = *x < 0 ? *x + len : *x;
+        return std::clamp<std::int64_t>(y, 0, len);
+      };
+      const std::int64_t start = clamp(it.start, 0), stop = clamp(it.stop, len);
+      const std::int64_t count = stop > start ? (stop - start + it.step - 1) / it.step : 0;
+      offset += (count > 0 ? start : 0) * v.strides[axis];
+      keep(axis, count, v.strides[axis] * it.step);
+    }
+    ++axis;
+  }
+  for (; axis < v.rank; ++axis) keep(axis, v.shape[axis], v.strides[axis]);
+  out.data = static_cast<char*>(v.data) + offset * std::int64_t(size_of(v.dtype));
+  return out;
+}
+
+void get_rule(Rule& r) {
+  Pinned px = r.input(0);
+  Scratch t = full(px->shape, r.g.dtype(), r.device(), 0);
+  const TensorView part = index_view(t.view(), r.node.op.index);
+  if (r.g.shape().size() > 0) t.engine().copy(r.g.view(), part);
+  r.out[0] = std::move(t);
+}
+
+// concat and stack: each input's gradient is its slice of g.
+void join_rule(Rule& r, bool stack) {
+  const int axis = r.node.op.axis;
+  const TensorView g = r.g.view();
+  const std::int64_t step = g.strides[axis] * std::int64_t(size_of(g.dtype));
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < r.node.inputs.size(); ++i) {
+    Pinned pi = r.input(i);
+    const std::int64_t length = stack ? 1 : pi->shape[axis];
+    if (r.needs(i)) {
+      TensorView part = g;
+      part.data = static_cast<char*>(g.data) + at * step;
+      if (stack) {  // drop the stacked axis
+        for (int j = axis; j + 1 < part.rank; ++j) {
+          part.shape[j] = part.shape[j + 1];
+          part.strides[j] = part.strides[j + 1];
+        }
+        --part.rank;
+      } else {
+        part.shape[axis] = length;
+      }
+      r.out[i] = copy(part, pi->shape, g.dtype, r.device());
+    }
+    at += length;
+  }
+}
+
+void softmax_rule(Rule& r, bool log) {
+  Pinned po = r.output();
+  const TensorView y = view(po);
+  const std::uint32_t mask = std::uint32_t(1) << r.node.op.axis;
+  const Device d = r.device();
+  if (!log) {  // y (g - sum(g y))
+    Scratch gy = binary(Binary::mul, r.g.view(), y, r.g.shape(), d);
+    Scratch total = reduce(Reduce::sum, gy.view(), mask, d);
+    Scratch t = std::move(r.g);
+    binary_into(Binary::sub, t, total.view());
+    binary_into(Binary::mul, t, y);
+    r.out[0] = std::move(t);
+  } else {  // g - exp(y) sum(g)
+    Scratch p = unary(Unary::exp, y, d);
+    Scratch total = reduce(Reduce::sum, r.g.view(), mask, d);
+    binary_into(Binary::mul, p, total.view());
+    Scratch t = std::move(r.g);
+    binary_into(Binary::sub, t, p.view());
+    r.out[0] = std::move(t);
+  }
+}
+
+void where_rule(Rule& r) {
+  Pinned pc = r.input(0), px = r.input(1), py = r.input(2);
+  const Shape shape = r.g.shape();
+  Scratch zero = r.zero();
+  if (r.needs(1)) r.out[1] = sum_to(where(view(pc), r.g.view(), zero.view(), shape, r.device()), px->shape);
+  if (r.needs(2)) r.out[2] = sum_to(where(view(pc), zero.view(), r.g.view(), shape, r.device()), py->shape);
+}
+
+void to_type_rule(Rule& r) {
+  Pinned px = r.input(0);
+  if (is_floating(px->dtype)) r.out[0] = copy(r.g.view(), px->shape, px->dtype, r.device());
+}
+
+}  // namespace
+
+void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
+  out.clear();
+  out.resize(node.inputs.size());
+  Rule r{node, std::move(g), out};
+  switch (node.op.kind) {
+    case OpKind::binary: binary_rule(r); break;
+    case OpKind::binary_scalar: scalar_rule(r); break;
+    case OpKind::unary: unary_rule(r); break;
+    case OpKind::reduce: reduce_rule(r); break;
+    case OpKind::matmul: matmul_rule(r); break;
+    case OpKind::reshape: {
+      Pinned px = r.input(0);
+      r.g.reshape(px->shape);
+      out[0] = std::move(r.g);
+      break;
+    }
+    case OpKind::permute: permute_rule(r); break;
+    case OpKind::broadcast_to: {
+      Pinned px = r.input(0);
+      out[0] = sum_to(std::move(r.g), px->shape);
+      break;
+    }
+    case OpKind::get: get_rule(r); break;
+    case OpKind::concat: join_rule(r, false); break;
+    case OpKind::stack: join_rule(r, true); break;
+    case OpKind::softmax: softmax_rule(r, false); break;
+    case OpKind::log_softmax: softmax_rule(r, true); break;
+    case OpKind::where: where_rule(r); break;
+    case OpKind::to_type: to_type_rule(r); break;
+    case OpKind::copy: out[0] = std::move(r.g); break;
+  }
+}
+
+}  // namespace ndgc::autograd::detail

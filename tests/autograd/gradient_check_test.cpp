@@ -1,0 +1,271 @@
+// Every differentiable op's gradient against central finite differences in
+// float64: relative error at most 1e-6 (absolute below magnitude 1), with
+// broadcasting, batched and vector operands, views and joins.
+//
+// Each check builds the inputs as float64 leaves, computes
+// loss = sum(f(inputs) * w) with fixed random weights w (so every output
+// element gets a different seed), backpropagates once, and compares each
+// input's gradient with (loss(x + h) - loss(x - h)) / 2h, element by element.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include <ndgc/autograd.hpp>
+#include <ndgc/ndgc.hpp>
+
+namespace ndgc {
+namespace {
+
+using Inputs = std::vector<NDArray>;
+using Fn = std::function<NDArray(const Inputs&)>;
+
+enum class Values { signed_, positive, distinct };
+
+std::vector<double> draw(std::int64_t n, Values kind, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.2, 1.0);
+  std::bernoulli_distribution sign(0.5);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (auto& x : v) {
+    x = u(rng);
+    if (kind == Values::positive) x += 0.3;
+    else if (sign(rng)) x = -x;
+  }
+  if (kind == Values::distinct) {  // well-separated values: no ties for max/min
+    std::uniform_real_distribution<double> jitter(0.0, 0.05);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = (v[i] < 0 ? -1.0 : 1.0) * (0.1 + 0.37 * double(i % 97)) + jitter(rng);
+  }
+  return v;
+}
+
+double loss_value(ManagerRef m, const std::vector<Shape>& shapes, const std::vector<std::vector<double>>& values,
+                  const Fn& f, const std::vector<double>& weights, const Shape& out_shape) {
+  NDManager step = m.new_sub_manager("eval");
+  Inputs in;
+  for (std::size_t i = 0; i < shapes.size(); ++i) in.push_back(step.create(values[i], shapes[i]));
+  NDArray out = f(in);
+  NDArray w = step.create(weights, out_shape);
+  return out.mul(w).sum().item<double>();
+}
+
+// Checks d sum(f(x) * w) / dx for every input against central differences.
+void check(const std::vector<Shape>& shapes, const Fn& f, Values kind = Values::signed_, std::uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  NDManager m = NDManager::new_base_manager("gradcheck");
+  std::vector<std::vector<double>> values;
+  Inputs leaves;
+  for (const Shape& s : shapes) {
+    values.push_back(draw(s.size(), kind, rng));
+    leaves.push_back(m.create(values.back(), s));
+    leaves.back().set_requires_gradient(true);
+  }
+  Shape out_shape;
+  std::vector<double> weights;
+  {
+    GradientCollector collector;
+    NDArray out = f(leaves);
+    REQUIRE(out.dtype() == DataType::float64);
+    out_shape = out.shape();
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (std::int64_t i = 0; i < out_shape.size(); ++i) weights.push_back(u(rng));
+    NDArray loss = out.mul(m.create(weights, out_shape)).sum();
+    collector.backward(loss);
+  }
+  const double h = 1e-6;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<double> analytic = leaves[i].gradient().to_vector<double>();
+    REQUIRE(analytic.size() == values[i].size());
+    for (std::size_t k = 0; k < values[i].size(); ++k) {
+      const double x = values[i][k];
+      values[i][k] = x + h;
+      const double up = loss_value(m, shapes, values, f, weights, out_shape);
+      values[i][k] = x - h;
+      const double down = loss_value(m, shapes, values, f, weights, out_shape);
+      values[i][k] = x;
+      const double numeric = (up - down) / (2 * h);
+      const double error = std::abs(analytic[k] - numeric) / std::max({1.0, std::abs(analytic[k]), std::abs(numeric)});
+      INFO("input ", i, " element ", k, ": autograd ", analytic[k], ", finite differences ", numeric);
+      CHECK(error <= 1e-6);
+    }
+  }
+}
+
+const Shape s23{2, 3};
+
+}  // namespace
+
+TEST_CASE("gradcheck: binary ops, same shapes") {
+  check({s23, s23}, [](const Inputs& x) { return x[0] + x[1]; });
+  check({s23, s23}, [](const Inputs& x) { return x[0] - x[1]; });
+  check({s23, s23}, [](const Inputs& x) { return x[0] * x[1]; });
+  check({s23, s23}, [](const Inputs& x) { return x[0] / x[1]; }, Values::positive);
+  check({s23, s23}, [](const Inputs& x) { return x[0].pow(x[1]); }, Values::positive);
+  check({s23, s23}, [](const Inputs& x) { return x[0].maximum(x[1]); }, Values::distinct);
+  check({s23, s23}, [](const Inputs& x) { return x[0].minimum(x[1]); }, Values::distinct);
+}
+
+TEST_CASE("gradcheck: binary ops with broadcasting") {
+  const std::vector<std::pair<Shape, Shape>> pairs = {
+      {{2, 3}, {3}}, {{3}, {2, 3}}, {{2, 1, 4}, {3, 1}}, {{2, 3}, {}}, {{}, {2, 3}}, {{4, 1}, {1, 5}}};
+  for (const auto& [a, b] : pairs) {
+    CAPTURE(a.to_string());
+    CAPTURE(b.to_string());
+    check({a, b}, [](const Inputs& x) { return x[0] + x[1]; });
+    check({a, b}, [](const Inputs& x) { return x[0] - x[1]; });
+    check({a, b}, [](const Inputs& x) { return x[0] * x[1]; });
+    check({a, b}, [](const Inputs& x) { return x[0] / x[1]; }, Values::positive);
+    check({a, b}, [](const Inputs& x) { return x[0].pow(x[1]); }, Values::positive);
+    check({a, b}, [](const Inputs& x) { return x[0].maximum(x[1]); }, Values::distinct, 7);
+    check({a, b}, [](const Inputs& x) { return x[0].minimum(x[1]); }, Values::distinct, 7);
+  }
+}
+
+TEST_CASE("gradcheck: scalar operands") {
+  check({s23}, [](const Inputs& x) { return x[0] + 1.5; });
+  check({s23}, [](const Inputs& x) { return x[0] - 1.5; });
+  check({s23}, [](const Inputs& x) { return x[0] * -2.5; });
+  check({s23}, [](const Inputs& x) { return x[0] / 3.0; });
+  check({s23}, [](const Inputs& x) { return x[0].rsub(2.0); });
+  check({s23}, [](const Inputs& x) { return x[0].rdiv(2.0); }, Values::positive);
+  check({s23}, [](const Inputs& x) { return 2.0 / x[0]; }, Values::positive);
+  check({s23}, [](const Inputs& x) { return x[0].pow(3.0); });
+  check({s23}, [](const Inputs& x) { return x[0].pow(0.5); }, Values::positive);
+  check({s23}, [](const Inputs& x) { return x[0].maximum(0.05); });
+  check({s23}, [](const Inputs& x) { return x[0].minimum(0.05); });
+}
+
+TEST_CASE("gradcheck: unary ops and activations") {
+  check({s23}, [](const Inputs& x) { return x[0].neg(); });
+  check({s23}, [](const Inputs& x) { return -x[0]; });
+  check({s23}, [](const Inputs& x) { return x[0].abs(); });
+  check({s23}, [](const Inputs& x) { return x[0].exp(); });
+  check({s23}, [](const Inputs& x) { return x[0].log(); }, Values::positive);
+  check({s23}, [](const Inputs& x) { return x[0].sqrt(); }, Values::positive);
+  check({s23}, [](const Inputs& x) { return x[0].square(); });
+  check({s23}, [](const Inputs& x) { return x[0].relu(); });
+  check({s23}, [](const Inputs& x) { return x[0].sigmoid(); });
+  check({s23}, [](const Inputs& x) { return x[0].tanh(); });
+}
+
+TEST_CASE("gradcheck: reductions") {
+  const Shape s{2, 3, 4};
+  check({s}, [](const Inputs& x) { return x[0].sum(); });
+  check({s}, [](const Inputs& x) { return x[0].sum({1}); });
+  check({s}, [](const Inputs& x) { return x[0].sum({0, 2}, true); });
+  check({s}, [](const Inputs& x) { return x[0].sum({-1}); });
+  check({s}, [](const Inputs& x) { return x[0].mean(); });
+  check({s}, [](const Inputs& x) { return x[0].mean({0}); });
+  check({s}, [](const Inputs& x) { return x[0].mean({1, 2}, true); });
+  check({s}, [](const Inputs& x) { return x[0].max(); }, Values::distinct);
+  check({s}, [](const Inputs& x) { return x[0].max({1}); }, Values::distinct);
+  check({s}, [](const Inputs& x) { return x[0].max({0, 2}, true); }, Values::distinct);
+  check({s}, [](const Inputs& x) { return x[0].min(); }, Values::distinct);
+  check({s}, [](const Inputs& x) { return x[0].min({2}); }, Values::distinct);
+}
+
+TEST_CASE("gradcheck: max shares the gradient among ties") {
+  NDManager m = NDManager::new_base_manager("ties");
+  NDArray x = m.create(std::vector<double>{1, 3, 3, 2}).set_requires_gradient(true);
+  GradientCollector c;
+  c.backward(x.max());
+  CHECK(x.gradient().to_vector<double>() == std::vector<double>{0, 0.5, 0.5, 0});
+}
+
+TEST_CASE("gradcheck: matmul") {
+  const std::vector<std::pair<Shape, Shape>> pairs = {
+      {{2, 3}, {3, 4}},          // matrices
+      {{3}, {3, 4}},             // vector on the left
+      {{2, 3}, {3}},             // vector on the right
+      {{3}, {3}},                // dot product
+      {{2, 3, 4}, {4, 5}},       // batched, broadcast right operand
+      {{4, 5}, {2, 5, 3}},       // broadcast left operand
+      {{2, 3, 4}, {2, 4, 5}},    // batched both
+      {{2, 1, 3, 4}, {3, 4, 2}}  // broadcast batch axes
+  };
+  for (const auto& [a, b] : pairs) {
+    CAPTURE(a.to_string());
+    CAPTURE(b.to_string());
+    check({a, b}, [](const Inputs& x) { return x[0].matmul(x[1]); });
+  }
+  // Transposed (strided) operands.
+  check({{3, 2}, {4, 3}}, [](const Inputs& x) { return x[0].transpose().matmul(x[1].transpose()); });
+}
+
+TEST_CASE("gradcheck: views") {
+  const Shape s{2, 3, 4};
+  check({s}, [](const Inputs& x) { return x[0].reshape({6, 4}); });
+  check({s}, [](const Inputs& x) { return x[0].reshape({4, -1}); });
+  check({s}, [](const Inputs& x) { return x[0].flatten(); });
+  check({{2, 1, 3}}, [](const Inputs& x) { return x[0].squeeze(); });
+  check({{2, 1, 3}}, [](const Inputs& x) { return x[0].squeeze({1}); });
+  check({s}, [](const Inputs& x) { return x[0].expand_dims(1); });
+  check({s}, [](const Inputs& x) { return x[0].expand_dims(-1); });
+  check({s}, [](const Inputs& x) { return x[0].permute({2, 0, 1}); });
+  check({s}, [](const Inputs& x) { return x[0].transpose(); });
+  check({s}, [](const Inputs& x) { return x[0].swap_axes(0, 2); });
+  // Reshape of a non-contiguous view copies.
+  check({s}, [](const Inputs& x) { return x[0].transpose().reshape({12, 2}); });
+  check({{3}}, [](const Inputs& x) { return x[0].broadcast_to({2, 3}); });
+  check({{2, 1}}, [](const Inputs& x) { return x[0].broadcast_to({3, 2, 4}); });
+  check({s}, [](const Inputs& x) { return x[0].get("1"); });
+  check({s}, [](const Inputs& x) { return x[0].get(":, 1:3"); });
+  check({s}, [](const Inputs& x) { return x[0].get("..., ::2"); });
+  check({s}, [](const Inputs& x) { return x[0].get("-1, :, 1"); });
+  check({s}, [](const Inputs& x) { return x[0].get(NDIndex().add_slice(std::nullopt, std::nullopt).add_index(-2)); });
+  // A view of a view.
+  check({s}, [](const Inputs& x) { return x[0].transpose().get("1:, 0"); });
+}
+
+TEST_CASE("gradcheck: concat and stack") {
+  check({{2, 3}, {1, 3}}, [](const Inputs& x) { return x[0].concat(x[1], 0); });
+  check({{2, 3}, {2, 2}, {2, 1}}, [](const Inputs& x) { return concat(NDList{x[0], x[1], x[2]}, 1); });
+  check({{2, 3}, {2, 3}}, [](const Inputs& x) { return stack(NDList{x[0], x[1]}, 0); });
+  check({{2, 3}, {2, 3}, {2, 3}}, [](const Inputs& x) { return stack(NDList{x[0], x[1], x[2]}, -1); });
+  check({{2, 3}, {2, 3}}, [](const Inputs& x) { return stack(NDList{x[0], x[1]}, 1); });
+}
+
+TEST_CASE("gradcheck: softmax and log_softmax") {
+  check({{3, 4}}, [](const Inputs& x) { return x[0].softmax(); });
+  check({{3, 4}}, [](const Inputs& x) { return x[0].softmax(0); });
+  check({{2, 3, 4}}, [](const Inputs& x) { return x[0].softmax(1); });
+  check({{3, 4}}, [](const Inputs& x) { return x[0].log_softmax(); });
+  check({{3, 4}}, [](const Inputs& x) { return x[0].log_softmax(0); });
+  check({{2, 3, 4}}, [](const Inputs& x) { return x[0].log_softmax(1); });
+}
+
+TEST_CASE("gradcheck: where, to_type, dup and contiguous") {
+  check({{2, 3}, {2, 3}}, [](const Inputs& x) { return where(x[0].gt(x[1]), x[0] * 2.0, x[1].square()); });
+  check({{2, 3}, {3}}, [](const Inputs& x) { return where(x[0].gt(0.0), x[0], x[1]); });
+  check({{2, 3}, {}}, [](const Inputs& x) { return where(x[0].lt(0.0), x[1], x[0]); });
+  check({s23}, [](const Inputs& x) { return x[0].to_type(DataType::float64); });
+  check({s23}, [](const Inputs& x) { return x[0].dup(); });
+  check({s23}, [](const Inputs& x) { return x[0].transpose().contiguous(); });
+}
+
+TEST_CASE("gradcheck: compositions") {
+  // An input used twice, a diamond, and a small network with a loss.
+  check({s23}, [](const Inputs& x) { return x[0] * x[0]; });
+  check({s23}, [](const Inputs& x) {
+    NDArray y = x[0].tanh();
+    return y * y.exp() + y;
+  });
+  check({{4, 3}, {3, 5}, {5}}, [](const Inputs& x) {
+    NDArray h = (x[0].matmul(x[1]) + x[2]).relu();
+    return h.log_softmax().mean({1});
+  });
+  check({{4, 3}, {4, 3}}, [](const Inputs& x) { return (x[0] - x[1]).square().mean() * 0.5; });
+  check({{4, 3}, {4, 3}}, [](const Inputs& x) { return (x[0] - x[1]).abs().mean(); });
+}
+
+TEST_CASE("gradcheck: float32 gradients flow through casts") {
+  NDManager m = NDManager::new_base_manager("cast");
+  NDArray x = m.create(std::vector<double>{1, 2, 3}).set_requires_gradient(true);
+  GradientCollector c;
+  NDArray y = x.to_type(DataType::float32) * 2.0;
+  c.backward(y.sum());
+  CHECK(x.gradient().to_vector<double>() == std::vector<double>{2, 2, 2});
+}
+
+}  // namespace ndgc
