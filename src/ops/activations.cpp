@@ -18,7 +18,7 @@ NDArray softmax_impl(const NDArray& x, int axis, bool log, Site site) {
   check_floating(op, *a);
   if (a->shape.rank() == 0) throw InvalidArgument(fmt::format("{}: {} is a scalar; it has no axis", op, describe(*a)));
   const int ax = normalize_axis(op, axis, a->shape.rank(), *a);
-  auto out = new_output(a->shape, a->dtype, a->device, site);
+  auto out = new_output(a->shape, a->dtype, a->device, site, op);
   if (out->size() > 0) engine(a->device).softmax(view_of(*a), ax, log, view_of(*out));
   NDArray result = publish_like(std::move(out), *a, op);
   record({.kind = log ? OpKind::log_softmax : OpKind::softmax, .axis = ax}, {x}, result);
@@ -38,7 +38,7 @@ NDArray NDArray::one_hot(std::int64_t depth, DataType dtype, Site site) const {
   if (depth <= 0) throw InvalidArgument(fmt::format("one_hot: depth {} must be positive", depth));
   Shape shape = a->shape;
   shape.push_back(depth);
-  auto out = new_output(shape, dtype, a->device, site);
+  auto out = new_output(shape, dtype, a->device, site, "one_hot");
   engine(a->device).one_hot(view_of(*a), depth, view_of(*out));
   return publish_like(std::move(out), *a, "one_hot");
 }

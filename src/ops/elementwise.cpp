@@ -37,7 +37,7 @@ NDArray binary(Binary op, const NDArray& x, const NDArray& y, Site site) {
   Pinned a(x, name), b(y, name);
   check_binary(name, op, *a, *b);
   Shape shape = broadcast_shapes(name, *a, *b);
-  auto out = new_output(shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site);
+  auto out = new_output(shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site, name);
   engine(a->device).binary(op, broadcast_view(*a, shape), broadcast_view(*b, shape), view_of(*out));
   NDArray result = publish_like(std::move(out), *a, name);
   if (!is_comparison(op)) record({.kind = OpKind::binary, .binary = op}, {x, y}, result);
@@ -83,7 +83,7 @@ NDArray binary_scalar(Binary op, const NDArray& x, double s, bool scalar_left, S
   const char* name = name_of(op);
   Pinned a(x, name);
   if (!is_comparison(op) && op != Binary::maximum && op != Binary::minimum) check_numeric(name, *a);
-  auto out = new_output(a->shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site);
+  auto out = new_output(a->shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site, name);
   ExactCompare exact{op, s};
   // Comparisons never take the scalar on the left. See Note [Comparing integers with scalars].
   if (is_comparison(op) && !scalar_left) exact = exact_compare(op, s, a->dtype);
@@ -101,7 +101,7 @@ NDArray unary(Unary op, const NDArray& x, Site site) {
   detail::enter();
   Pinned a(x, name_of(op));
   check_unary(op, *a);
-  auto out = new_output(a->shape, a->dtype, a->device, site);
+  auto out = new_output(a->shape, a->dtype, a->device, site, name_of(op));
   engine(a->device).unary(op, view_of(*a), view_of(*out));
   NDArray result = publish_like(std::move(out), *a, name_of(op));
   record({.kind = OpKind::unary, .unary = op}, {x}, result);
@@ -254,7 +254,7 @@ NDArray where(const NDArray& condition, const NDArray& x, const NDArray& y, Site
     throw ShapeMismatch(fmt::format("where: the condition {} does not broadcast with {} and {}", describe(*c),
                                     describe(*a), describe(*b)));
   const Shape& shape = *three_way;
-  auto out = new_output(shape, a->dtype, a->device, site);
+  auto out = new_output(shape, a->dtype, a->device, site, "where");
   engine(a->device).where(broadcast_view(*c, shape), broadcast_view(*a, shape), broadcast_view(*b, shape),
                           view_of(*out));
   NDArray result = publish_like(std::move(out), *a, "where");

@@ -25,9 +25,7 @@ template <class Fill>
 NDArray make(detail::ManagerImpl* m, const Shape& shape, DataType dtype, Site site, const char* op, Fill&& fill) {
   detail::enter();
   detail::ManagerImpl& manager = open_manager(m, op);
-  for (std::int64_t d : shape)
-    if (d < 0) throw InvalidArgument(fmt::format("{}: shape {} has a negative dimension", op, shape.to_string()));
-  auto out = new_output(shape, dtype, manager.device(), site);
+  auto out = new_output(shape, dtype, manager.device(), site, op);  // checks the shape: Note [Huge shapes]
   if (out->size() > 0) fill(engine(manager.device()), view_of(*out));
   return detail::publish(std::move(out), manager, detail::Join::create, op);
 }
@@ -51,6 +49,10 @@ NDArray ManagerRef::arange(double start, double stop, double step, DataType dtyp
     throw InvalidArgument(fmt::format("arange({}, {}, {}): the bounds must be finite and the step non-zero", start,
                                       stop, step));
   double count = std::ceil((stop - start) / step);
+  // Converting a count past int64 to an integer is undefined behaviour: reject it first.
+  if (!(count < 0x1p62))
+    throw InvalidArgument(fmt::format("arange({}, {}, {}): {} elements are more than memory can hold", start, stop,
+                                      step, count));
   std::int64_t n = count > 0 ? std::int64_t(count) : 0;
   return make(impl_, Shape{n}, dtype, site, "arange",
               [&](Engine& e, const TensorView& v) { e.arange(v, start, step); });
@@ -59,8 +61,13 @@ NDArray ManagerRef::arange(double start, double stop, double step, DataType dtyp
 NDArray ManagerRef::linspace(double start, double stop, std::int64_t num, DataType dtype, Site site) const {
   if (num < 0) throw InvalidArgument(fmt::format("linspace: num {} must not be negative", num));
   double step = num > 1 ? (stop - start) / double(num - 1) : 0;
-  return make(impl_, Shape{num}, dtype, site, "linspace",
-              [&](Engine& e, const TensorView& v) { e.arange(v, start, step); });
+  return make(impl_, Shape{num}, dtype, site, "linspace", [&](Engine& e, const TensorView& v) {
+    e.arange(v, start, step);
+    // start + (num - 1) * step can miss stop by an ulp; the end point is stop exactly, as in NumPy.
+    if (num > 1)
+      e.fill(contiguous_view(static_cast<char*>(v.data) + (num - 1) * std::int64_t(size_of(dtype)), dtype, Shape{}),
+             stop);
+  });
 }
 
 NDArray ManagerRef::eye(std::int64_t n, DataType dtype, Site site) const { return eye(n, n, dtype, site); }

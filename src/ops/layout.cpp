@@ -15,7 +15,7 @@ using namespace ndgc::ops;
 NDArray copy_as(const NDArray& x, DataType dtype, Site site, const char* op, const OpRecord& rec) {
   detail::enter();
   Pinned a(x, op);
-  auto out = new_output(a->shape, dtype, a->device, site);
+  auto out = new_output(a->shape, dtype, a->device, site, op);
   engine(a->device).copy(view_of(*a), view_of(*out));
   NDArray result = publish_like(std::move(out), *a, op);
   record(rec, {x}, result);
@@ -49,7 +49,7 @@ NDArray join(const NDList& list, int axis, bool stack, Site site) {
                                       stack ? "(stack needs equal shapes)" : "on the axes other than the join axis"));
     out_shape[ax] += stack ? 1 : p->shape[ax];
   }
-  auto out = new_output(out_shape, first.dtype, first.device, site);
+  auto out = new_output(out_shape, first.dtype, first.device, site, op);
   Engine& e = engine(first.device);
   TensorView dst = view_of(*out);
   std::int64_t at = 0;
@@ -82,8 +82,10 @@ NDArray NDArray::dup(Site site) const {
 }
 
 NDArray NDArray::contiguous(Site site) const {
-  if (is_contiguous()) return *this;
-  return dup(site);
+  detail::enter();
+  Pinned a(*this, "contiguous");
+  if (a->is_contiguous()) return *this;
+  return copy_as(*this, a->dtype, site, "contiguous", {.kind = OpKind::copy});
 }
 
 NDArray NDArray::to_type(DataType dtype, Site site) const {

@@ -72,7 +72,7 @@ NDArray matmul(const NDArray& x, const NDArray& y, Site site) {
   Shape full = *batch;
   full.push_back(m);
   full.push_back(n);
-  auto out = new_output(full, a->dtype, a->device, site);
+  auto out = new_output(full, a->dtype, a->device, site, "matmul");
   engine(a->device).matmul(broadcast_batch(va, *batch), broadcast_batch(vb, *batch), view_of(*out));
   // NumPy: a vector operand's added axis is removed from the result.
   Shape result_shape = *batch;

@@ -128,7 +128,34 @@ std::uint32_t axes_mask(const char* op, const std::vector<int>& axes, const Arra
   return mask;
 }
 
-std::unique_ptr<ArrayImpl> new_output(const Shape& shape, DataType dtype, Device device, Site site) {
+// Note [Huge shapes]
+// Shape::size() multiplies the dimensions in int64 and the allocator is asked
+// for size() * size_of(dtype) bytes in size_t: a shape such as (2^62,) of
+// float64, or a broadcast of (2^32, 1) against (1, 2^32), overflows one or the
+// other, and the kernel then writes far past a tiny buffer. Every op output
+// and every view whose shape comes from the user is checked here first; no
+// real buffer comes near 2^62 bytes.
+std::int64_t checked_size(const char* op, const Shape& shape, DataType dtype) {
+  constexpr std::int64_t kMaxBytes = std::int64_t(1) << 62;
+  bool empty = false;
+  for (std::int64_t d : shape) {
+    if (d < 0) throw InvalidArgument(fmt::format("{}: shape {} has a negative dimension", op, shape.to_string()));
+    empty = empty || d == 0;
+  }
+  if (empty) return 0;
+  const std::int64_t limit = kMaxBytes / std::int64_t(size_of(dtype));
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (n > limit / d)
+      throw InvalidArgument(fmt::format("{}: shape {} of {} has more elements than memory can hold (2^62 bytes)",
+                                        op, shape.to_string(), to_string(dtype)));
+    n *= d;
+  }
+  return n;
+}
+
+std::unique_ptr<ArrayImpl> new_output(const Shape& shape, DataType dtype, Device device, Site site, const char* op) {
+  checked_size(op, shape, dtype);
   return ArrayImpl::make(shape, dtype, device, site);
 }
 

@@ -50,8 +50,14 @@ int normalize_axis(const char* op, int axis, int rank, const ArrayImpl& a);
 // Axes → bit mask (empty list: every axis); duplicates are InvalidArgument.
 std::uint32_t axes_mask(const char* op, const std::vector<int>& axes, const ArrayImpl& a);
 
-// A new contiguous array on `device`, not yet visible to anyone.
-std::unique_ptr<ArrayImpl> new_output(const Shape& shape, DataType dtype, Device device, Site site);
+// The element count of `shape`; InvalidArgument naming `op` for a negative
+// dimension, or for more elements of `dtype` than an address space holds
+// (where Shape::size() and the byte count would overflow). See Note [Huge shapes].
+std::int64_t checked_size(const char* op, const Shape& shape, DataType dtype);
+// A new contiguous array on `device`, not yet visible to anyone. `op` names the
+// caller in the error for a shape checked_size rejects.
+std::unique_ptr<ArrayImpl> new_output(const Shape& shape, DataType dtype, Device device, Site site,
+                                      const char* op = "new array");
 // Publishes `out` into the manager of `first` (the op's first array input).
 NDArray publish_like(std::unique_ptr<ArrayImpl> out, const ArrayImpl& first, const char* op);
 // A view of `base` published into base's manager.

@@ -18,19 +18,18 @@ namespace {
 using namespace ndgc::ops;
 
 Shape resolve_reshape(const char* op, const Shape& target, const ArrayImpl& a) {
-  Shape out = target;
+  Shape out = target, known_dims = target;
   int infer = -1;
-  std::int64_t known = 1;
   for (int i = 0; i < out.rank(); ++i) {
     if (out[i] == -1) {
       if (infer >= 0) throw InvalidArgument(fmt::format("{}: {} has more than one -1", op, target.to_string()));
       infer = i;
+      known_dims[i] = 1;
     } else if (out[i] < 0) {
       throw InvalidArgument(fmt::format("{}: {} has a negative dimension", op, target.to_string()));
-    } else {
-      known *= out[i];
     }
   }
+  const std::int64_t known = checked_size(op, known_dims, a.dtype);  // See Note [Huge shapes]
   if (infer >= 0 && known != 0 && a.size() % known == 0) out[infer] = a.size() / known;
   if (out.size() != a.size() || (infer >= 0 && known == 0))
     throw ShapeMismatch(fmt::format("{}: cannot reshape {} ({} elements) to {}", op, describe(a), a.size(),
@@ -46,7 +45,7 @@ NDArray reshape_impl(const NDArray& x, const Shape& target, Site site, const cha
   if (a->is_contiguous()) {
     result = publish_view(*a, shape, detail::contiguous_strides(shape), a->offset, site, op);
   } else {
-    auto out = new_output(shape, a->dtype, a->device, site);
+    auto out = new_output(shape, a->dtype, a->device, site, op);
     engine(a->device).copy(view_of(*a), contiguous_view(out->data(), a->dtype, a->shape));
     result = publish_like(std::move(out), *a, op);
   }
@@ -62,6 +61,28 @@ NDArray restride(const NDArray& x, const Pinned& a, const Shape& shape, const Sh
   return result;
 }
 
+// permute's body for every name it goes by (permute, transpose, swap_axes), so
+// that errors name the call the user wrote.
+NDArray permute_pinned(const NDArray& x, const Pinned& a, const std::vector<int>& axes, Site site, const char* op) {
+  const int rank = a->shape.rank();
+  if (int(axes.size()) != rank)
+    throw InvalidArgument(fmt::format("{}: {} axes given for {} of rank {}", op, axes.size(), describe(*a), rank));
+  std::vector<int> perm(axes.size());
+  std::uint32_t seen = 0;
+  Shape shape, strides;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    perm[i] = normalize_axis(op, axes[i], rank, *a);
+    if (seen >> perm[i] & 1)
+      throw InvalidArgument(fmt::format("{}: axis {} appears twice for {}", op, axes[i], describe(*a)));
+    seen |= 1u << perm[i];
+    shape.push_back(a->shape[perm[i]]);
+    strides.push_back(a->strides[perm[i]]);
+  }
+  NDArray result = publish_view(*a, shape, strides, a->offset, site, op);
+  record({.kind = OpKind::permute, .perm = perm}, {x}, result);
+  return result;
+}
+
 }  // namespace
 
 NDArray NDArray::reshape(const Shape& shape, Site site) const { return reshape_impl(*this, shape, site, "reshape"); }
@@ -71,42 +92,35 @@ NDArray NDArray::flatten(Site site) const { return reshape_impl(*this, Shape{-1}
 NDArray NDArray::permute(const std::vector<int>& axes, Site site) const {
   detail::enter();
   Pinned a(*this, "permute");
-  const int rank = a->shape.rank();
-  if (int(axes.size()) != rank)
-    throw InvalidArgument(fmt::format("permute: {} axes given for {} of rank {}", axes.size(), describe(*a), rank));
-  std::vector<int> perm(axes.size());
-  std::uint32_t seen = 0;
-  Shape shape, strides;
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    perm[i] = normalize_axis("permute", axes[i], rank, *a);
-    if (seen >> perm[i] & 1)
-      throw InvalidArgument(fmt::format("permute: axis {} appears twice for {}", axes[i], describe(*a)));
-    seen |= 1u << perm[i];
-    shape.push_back(a->shape[perm[i]]);
-    strides.push_back(a->strides[perm[i]]);
-  }
-  NDArray result = publish_view(*a, shape, strides, a->offset, site, "permute");
-  record({.kind = OpKind::permute, .perm = perm}, {*this}, result);
-  return result;
+  return permute_pinned(*this, a, axes, site, "permute");
 }
 
-NDArray NDArray::transpose(const std::vector<int>& axes, Site site) const { return permute(axes, site); }
+NDArray NDArray::transpose(const std::vector<int>& axes, Site site) const {
+  detail::enter();
+  Pinned a(*this, "transpose");
+  return permute_pinned(*this, a, axes, site, "transpose");
+}
 
 NDArray NDArray::transpose(Site site) const {
-  std::vector<int> axes(static_cast<std::size_t>(rank()));
+  detail::enter();
+  Pinned a(*this, "transpose");
+  std::vector<int> axes(static_cast<std::size_t>(a->shape.rank()));
   std::iota(axes.rbegin(), axes.rend(), 0);
-  return permute(axes, site);
+  return permute_pinned(*this, a, axes, site, "transpose");
 }
 
 NDArray NDArray::swap_axes(int first, int second, Site site) const {
-  std::vector<int> axes(static_cast<std::size_t>(rank()));
+  detail::enter();
+  Pinned a(*this, "swap_axes");
+  const int r = a->shape.rank();
+  std::vector<int> axes(static_cast<std::size_t>(r));
   std::iota(axes.begin(), axes.end(), 0);
-  int r = int(axes.size());
   int i = first < 0 ? first + r : first, j = second < 0 ? second + r : second;
   if (i < 0 || i >= r || j < 0 || j >= r)
-    throw InvalidArgument(fmt::format("swap_axes: axes {} and {} are out of range for rank {}", first, second, r));
+    throw InvalidArgument(fmt::format("swap_axes: axes {} and {} are out of range for {} (rank {})", first, second,
+                                      describe(*a), r));
   std::swap(axes[std::size_t(i)], axes[std::size_t(j)]);
-  return permute(axes, site);
+  return permute_pinned(*this, a, axes, site, "swap_axes");
 }
 
 NDArray NDArray::squeeze(Site site) const {
@@ -153,6 +167,7 @@ NDArray NDArray::expand_dims(int axis, Site site) const {
 NDArray NDArray::broadcast_to(const Shape& shape, Site site) const {
   detail::enter();
   Pinned a(*this, "broadcast_to");
+  checked_size("broadcast_to", shape, a->dtype);  // a view, but its size() must not overflow: Note [Huge shapes]
   if (!broadcastable(a->shape, shape))
     throw ShapeMismatch(fmt::format("broadcast_to: {} does not broadcast to {}", describe(*a), shape.to_string()));
   TensorView v = broadcast_view(*a, shape);

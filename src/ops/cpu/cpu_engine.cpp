@@ -8,7 +8,9 @@
 #include "ops/cpu/cpu_engine.hpp"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -59,9 +61,36 @@ void CpuEngine::eye(const TensorView& out) {
   generate(out, [&](std::int64_t i) { return i / cols == i % cols ? 1.0 : 0.0; });
 }
 
+// Note [Uniform bounds]
+// Values lie in [low, high). low + (high - low) * u, with u < 1, can still
+// round up to high, in double or when narrowed to float32 (about half of all
+// draws do for a range one float ulp wide); such a value becomes the largest
+// element-type value below high. Integer dtypes take the floor, so that
+// [-5, 5) gives each of -5..4 equally often (truncation would give 0 twice
+// the share and -5 almost never).
 void CpuEngine::random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
                                std::uint64_t offset) {
-  generate(out, [&](std::int64_t i) { return low + (high - low) * unit(seed, offset + std::uint64_t(i)); });
+  dispatch(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::int64_t i = 0;
+    for_each_row<1>({&out}, [&](auto& p, auto& s, std::int64_t n) {
+      T* o = reinterpret_cast<T*>(p[0]);
+      for (std::int64_t j = 0; j < n; ++j) {
+        double x = low + (high - low) * unit(seed, offset + std::uint64_t(i++));
+        if (x >= high && low < high) x = std::nextafter(high, low);
+        if constexpr (std::is_floating_point_v<T>) {
+          T v = static_cast<T>(x);
+          if (v >= static_cast<T>(high) && low < high) {
+            T below = std::nextafter(static_cast<T>(high), -std::numeric_limits<T>::infinity());
+            if (below >= static_cast<T>(low)) v = below;
+          }
+          o[j * s[0]] = v;
+        } else {
+          o[j * s[0]] = convert<T>(std::floor(x));
+        }
+      }
+    });
+  });
 }
 
 void CpuEngine::random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
