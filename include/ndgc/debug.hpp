@@ -1,15 +1,243 @@
-// Leak-debugging tools (DESIGN.md §5).
+// Leak debugging (DESIGN.md §5): where the memory is, and which line leaks it.
 //
-//   debug::set_track_close(true);      // or NDGC_TRACK_CLOSE=1
-//   a.close();  a.sum();               // ArrayClosed: "... closed by close() at train.cpp:42"
+//   debug::Snapshot before = debug::snapshot();          // every live array: ~10 ms per 100k
+//   for (int i = 0; i < 100; ++i) train_step();
+//   debug::Diff grown = debug::diff(before, debug::snapshot());
+//   std::cout << grown.to_text();        // "+300  +1.2 MiB  system/model  /src/train.cpp:42"
+//   std::cout << debug::orphans().to_text();             // what auto-close would free, by site
+//   debug::dump(model, std::cout, /*detailed=*/true);    // the tree, each array with its site
+//   std::string saved = before.to_json();                // ... later, in a tool:
+//   debug::Snapshot again = debug::Snapshot::from_json(saved);
+//   debug::set_track_close(true);                        // or NDGC_TRACK_CLOSE=1
+//   a.close();  a.sum();     // ArrayClosed: "... closed by close() at /src/train.cpp:42"
+//
+// Every report is a plain value: capture it (snapshot, diff, orphans,
+// inspect), then print it for people (to_text) or save it for tools
+// (to_json, and from_json to read it back: the round trip gives an equal
+// value). Text formats are stable: one header line, then one line per
+// group or array, columns in the order documented at each to_text().
+// Creation sites are printed as std::source_location gives them: the path
+// the compiler saw, then the line.
+//
+// "bytes" means the same everywhere: the buffer bytes an array is charged to
+// its manager for (a view shares its base's buffer and is charged 0), so a
+// manager's bytes are the sum of its arrays'. A buffer is freed when the last
+// array viewing it closes.
+//
+// Thread-safety: every function may be called from any thread while others
+// create, use and close arrays and managers. A snapshot is taken array by
+// array, not all at once: an array created or closed during the walk may be
+// in it or not, but each record is a consistent reading of one open array and
+// no array appears twice. No lock is held across user code, and none while a
+// snapshot copies its records out (each array is pinned for a few
+// instructions, see Note [Close protocol] in src/core/registry.hpp).
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ndgc/device.hpp"
+#include "ndgc/dtype.hpp"
+#include "ndgc/manager.hpp"
+#include "ndgc/ndarray.hpp"
+#include "ndgc/shape.hpp"
+#include "ndgc/uuid.hpp"
 
 namespace ndgc::debug {
 
-// Close-site tracking: when on, every close records where it was asked for,
-// and a later use of the closed array says so in its ArrayClosed message.
-// Costs one small allocation per close of an array that handles still reach.
+// ---- close-site tracking --------------------------------------------------------
+
+// When on, every close records where it was asked for, and a later use of the
+// closed array says so in its ArrayClosed message. NDGC_TRACK_CLOSE=1 switches
+// it on at start-up. Costs one small allocation per close of an array that
+// handles still reach.
 void set_track_close(bool on) noexcept;
 bool track_close() noexcept;
+
+// ---- common pieces -----------------------------------------------------------------
+
+enum class Format : std::uint8_t { text, json };
+
+// For to_text(max_groups): print every group.
+inline constexpr std::size_t kAllGroups = static_cast<std::size_t>(-1);
+
+// A creation site, as plain data (std::source_location cannot be rebuilt from JSON).
+struct SiteInfo {
+  std::string file;      // as std::source_location::file_name() gives it
+  std::uint32_t line = 0;
+  std::string function;  // the enclosing function's signature, as the compiler spells it
+  static SiteInfo from(const Site& site);
+  std::string to_string() const;  // "file:line"
+  friend bool operator==(const SiteInfo&, const SiteInfo&) = default;
+};
+
+// ---- dump: the manager tree ---------------------------------------------------------
+
+struct ArrayInfo {
+  Uuid uuid;
+  std::string name;
+  Shape shape;
+  DataType dtype = DataType::float32;
+  std::uint64_t nbytes = 0;   // size × element size
+  std::uint64_t bytes = 0;    // charged to its manager (0 for a view)
+  bool view = false;          // shares another array's buffer
+  bool borrowed = false;      // here through temp_attach
+  SiteInfo site;              // where it was created
+  std::uint32_t handles = 0;  // live handles; 0 = orphan, what auto-close would close
+  friend bool operator==(const ArrayInfo&, const ArrayInfo&) = default;
+};
+
+struct ManagerInfo {
+  std::string name;
+  std::string path;  // "system/model/batch"
+  Uuid uuid;
+  Device device;
+  bool open = true;
+  bool capped = false;
+  std::uint64_t array_count = 0;  // arrays it holds directly
+  std::uint64_t bytes = 0;        // their bytes
+  std::vector<ArrayInfo> arrays;  // detailed form only; oldest first
+  std::vector<ManagerInfo> children;
+  friend bool operator==(const ManagerInfo&, const ManagerInfo&) = default;
+};
+
+struct Dump {
+  bool detailed = false;
+  ManagerInfo root;
+
+  // One line per manager, children indented by two spaces:
+  //   <path of the root, name below it> [<uuid>] <device>[ closed][ capped]: <n> arrays, <bytes>, <k> sub-managers
+  // and in the detailed form, below each manager, one line per array:
+  //   - <uuid>[ '<name>'] <shape> <dtype> <nbytes>[ (view)][ (borrowed)] at <file>:<line> handles=<n>[ (orphan)]
+  std::string to_text() const;
+  std::string to_json(int indent = -1) const;
+  // Throws DataError naming the first thing that is wrong.
+  static Dump from_json(std::string_view json);
+  friend bool operator==(const Dump&, const Dump&) = default;
+};
+
+// The tree below `manager`. Throws ManagerClosed for a closed manager and
+// InvalidArgument for an empty reference. Sub-managers that close meanwhile
+// are listed as closed.
+Dump inspect(const ManagerRef& manager, bool detailed = false);
+void dump(const ManagerRef& manager, std::ostream& out, bool detailed = false, Format format = Format::text);
+std::string dump(const ManagerRef& manager, bool detailed = false, Format format = Format::text);
+// The whole tree, from the system manager.
+void dump(std::ostream& out, bool detailed = false, Format format = Format::text);
+
+// ---- snapshot: every live array, cheaply --------------------------------------------
+
+struct ArrayRecord {
+  Uuid uuid;
+  std::uint32_t manager = 0;  // index into Snapshot::managers
+  std::uint32_t site = 0;     // index into Snapshot::sites
+  std::uint64_t bytes = 0;    // charged to its manager (0 for a view)
+  std::uint32_t handles = 0;  // 0 = orphan
+  friend bool operator==(const ArrayRecord&, const ArrayRecord&) = default;
+};
+
+struct Snapshot {
+  std::int64_t time_ms = 0;            // when it was taken, ms since the Unix epoch
+  std::vector<std::string> managers;   // distinct manager paths
+  std::vector<SiteInfo> sites;         // distinct (file, line) pairs
+  std::vector<ArrayRecord> arrays;
+
+  const std::string& manager_of(const ArrayRecord& a) const { return managers.at(a.manager); }
+  const SiteInfo& site_of(const ArrayRecord& a) const { return sites.at(a.site); }
+  std::uint64_t bytes() const noexcept;
+  std::size_t orphan_count() const noexcept;
+
+  // A header line, then one line per (manager path, site), most bytes first:
+  //   snapshot: <n> arrays, <bytes> (<exact> B), <k> orphans
+  //       <arrays>  <bytes>  <manager path>  <file>:<line>
+  std::string to_text(std::size_t max_groups = kAllGroups) const;
+  std::string to_json(int indent = -1) const;
+  // Throws DataError naming the first thing that is wrong.
+  static Snapshot from_json(std::string_view json);
+  friend bool operator==(const Snapshot&, const Snapshot&) = default;
+};
+
+// Every open array: its UUID, manager path, creation site, bytes and handle
+// count. Drains the auto-close queue first, like every entry point.
+Snapshot snapshot();
+
+// ---- diff: what grew between two snapshots --------------------------------------------
+
+struct DiffGroup {
+  std::string manager;  // path
+  SiteInfo site;
+  std::uint64_t arrays_before = 0, arrays_after = 0;
+  std::uint64_t bytes_before = 0, bytes_after = 0;
+  std::int64_t array_growth() const noexcept { return std::int64_t(arrays_after) - std::int64_t(arrays_before); }
+  std::int64_t byte_growth() const noexcept { return std::int64_t(bytes_after) - std::int64_t(bytes_before); }
+  friend bool operator==(const DiffGroup&, const DiffGroup&) = default;
+};
+
+struct Diff {
+  struct Totals {
+    std::int64_t time_ms = 0;
+    std::uint64_t arrays = 0;
+    std::uint64_t bytes = 0;
+    friend bool operator==(const Totals&, const Totals&) = default;
+  };
+  Totals before, after;
+  // The (manager path, site) groups whose arrays or bytes changed, largest
+  // growth first: by byte growth, then array growth (shrinking groups last).
+  std::vector<DiffGroup> groups;
+
+  std::int64_t array_growth() const noexcept { return std::int64_t(after.arrays) - std::int64_t(before.arrays); }
+  std::int64_t byte_growth() const noexcept { return std::int64_t(after.bytes) - std::int64_t(before.bytes); }
+
+  // A header line, then one line per group in order, signed:
+  //   diff: <+n> arrays, <+bytes> (<+exact> B); before <n> arrays, <bytes>; after <n> arrays, <bytes>
+  //       <+arrays>  <+bytes>  <manager path>  <file>:<line>
+  std::string to_text(std::size_t max_groups = kAllGroups) const;
+  std::string to_json(int indent = -1) const;
+  static Diff from_json(std::string_view json);
+  friend bool operator==(const Diff&, const Diff&) = default;
+};
+
+// Growth from `before` to `after`, grouped by (manager path, creation site).
+// Managers are matched by path, so a per-step "system/model/batch" counts as
+// one group across steps.
+Diff diff(const Snapshot& before, const Snapshot& after);
+
+// ---- orphans: what auto-close would free -----------------------------------------------
+
+struct OrphanGroup {
+  SiteInfo site;
+  std::uint64_t arrays = 0;
+  std::uint64_t bytes = 0;
+  std::vector<std::string> managers;  // the paths holding them, sorted
+  std::vector<Uuid> uuids;            // sorted
+  friend bool operator==(const OrphanGroup&, const OrphanGroup&) = default;
+};
+
+struct OrphanReport {
+  std::uint64_t arrays = 0;
+  std::uint64_t bytes = 0;
+  std::vector<OrphanGroup> groups;  // most bytes first, then most arrays
+
+  // A header line, then one line per site:
+  //   orphans: <n> arrays, <bytes> (<exact> B) that no handle reaches
+  //       <arrays>  <bytes>  <file>:<line>  in <manager path>[, <manager path>...]
+  std::string to_text(std::size_t max_groups = kAllGroups) const;
+  std::string to_json(int indent = -1) const;
+  static OrphanReport from_json(std::string_view json);
+  friend bool operator==(const OrphanReport&, const OrphanReport&) = default;
+};
+
+// The open arrays that no handle reaches (handle count 0), grouped by
+// creation site: exactly what gc::sweep() would close now, and what auto-close
+// would have closed had it been on. Changes nothing. With auto-close on, the
+// drain at entry closes queued orphans first, so only those orphaned while it
+// was off remain.
+OrphanReport orphans();
+// The same, from a snapshot (one taken earlier, or read from JSON).
+OrphanReport orphans(const Snapshot& snapshot);
 
 }  // namespace ndgc::debug

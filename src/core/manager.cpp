@@ -3,8 +3,6 @@
 // Each call is a public entry point: it drains the reclaim queue first
 // (Note [Draining at entry points]) and checks that the reference names an
 // open manager. Factories live in the ops layer (src/ops/factories.cpp).
-#include <sstream>
-
 #include <fmt/format.h>
 
 #include "core/manager_impl.hpp"
@@ -117,16 +115,7 @@ std::vector<ManagerRef> ManagerRef::sub_managers() const {
   return out;
 }
 
-void ManagerRef::debug_dump(std::ostream& out, bool detailed) const {
-  detail::enter();
-  need_open(impl_, "debug_dump").dump(out, detailed, 0);
-}
-
-std::string ManagerRef::debug_dump(bool detailed) const {
-  std::ostringstream out;
-  debug_dump(out, detailed);
-  return out.str();
-}
+// debug_dump is defined in the debug layer (src/debug/dump.cpp), the one dumper.
 
 // ---- NDManager -----------------------------------------------------------------
 

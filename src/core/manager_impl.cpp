@@ -4,7 +4,6 @@
 #include "core/manager_impl.hpp"
 
 #include <algorithm>
-#include <ostream>
 
 #include <fmt/format.h>
 
@@ -324,32 +323,6 @@ void ManagerImpl::collect_arrays(std::vector<NDArray>& out, bool recursive) cons
   }
   if (recursive)
     for (const ManagerHold& c : children()) c->collect_arrays(out, true);
-}
-
-void ManagerImpl::dump(std::ostream& out, bool detailed, int depth) const {
-  std::string indent(std::size_t(depth) * 2, ' ');
-  std::size_t count, kids;
-  std::uint64_t bytes;
-  {
-    std::lock_guard lock(mu_);
-    count = count_;
-    kids = children_.size();
-    bytes = bytes_;
-  }
-  std::string own = name();
-  out << indent << (own.empty() ? "(unnamed)" : own) << " [" << uid_.to_string() << "] " << device_.to_string()
-      << (is_open() ? "" : " closed") << (is_capped() ? " capped" : "") << ": " << count << " arrays, "
-      << memory::format_bytes(bytes) << ", " << kids << " sub-managers\n";
-  if (detailed) {
-    for_each_array([&](const ArrayImpl& a) {
-      std::string n = a.get_name();
-      out << indent << "  - " << a.uuid.to_string() << (n.empty() ? "" : " '" + n + "'") << " "
-          << a.shape.to_string() << " " << to_string(a.dtype) << " " << memory::format_bytes(a.nbytes())
-          << (a.owns_storage ? "" : " (view)") << (a.borrowed ? " (borrowed)" : "") << " at "
-          << a.site.file_name() << ":" << a.site.line() << " handles=" << handle_count_of(a) << "\n";
-    });
-  }
-  for (const ManagerHold& c : children()) c->dump(out, detailed, depth + 1);
 }
 
 }  // namespace ndgc::detail

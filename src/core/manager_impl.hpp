@@ -17,7 +17,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <iosfwd>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -105,8 +104,6 @@ class ManagerImpl {
   // Calls f(const ArrayImpl&, std::uint32_t handle_count) for each own array, under `mu`.
   template <class F>
   void for_each_array(F&& f) const;
-
-  void dump(std::ostream& out, bool detailed, int depth) const;
 
  private:
   ManagerImpl(std::string name, Device device, ManagerImpl* parent);

@@ -1,0 +1,176 @@
+// snapshot(): every open array, as cheap plain records.
+//
+// It walks the registry's slots, as gc::sweep() does (src/core/autoclose.cpp),
+// rather than the manager tree: each array sits in exactly one slot, so none
+// is counted twice even while arrays move between managers, and what
+// orphans() derives from a snapshot is exactly the set sweep() would close.
+// Per array: pin it (a CAS; a closing array cannot be pinned and is skipped),
+// read its owner under its `meta` spin lock, copy the fixed fields, unpin. No
+// manager mutex is taken and no handle is made (Note [Handle counts]: a
+// snapshot must not resurrect an orphan).
+//
+// Manager paths and sites are interned: a record is 40 bytes with two
+// indices, and paths (string building under spin locks) are computed once
+// per manager, not once per array. Measured: ~10 ms for 100k arrays
+// (tests/debug/snapshot_test.cpp prints the figure).
+//
+// Thread-safety: no shared state; any number of threads may snapshot at once.
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/array_impl.hpp"
+#include "core/key.hpp"
+#include "core/manager_impl.hpp"
+#include "core/reclaim_queue.hpp"
+#include "core/registry.hpp"
+#include "ndgc/debug.hpp"
+
+namespace ndgc::debug {
+
+using detail::ArrayImpl;
+using detail::ManagerHold;
+using detail::ManagerImpl;
+using detail::Registry;
+
+namespace {
+
+// Managers seen so far. The holds keep each one alive for the whole walk, so
+// a pointer in `index` can never name a different, newer manager.
+struct ManagerTable {
+  std::unordered_map<const ManagerImpl*, std::uint32_t> index;
+  std::vector<ManagerHold> holds;
+};
+
+struct SiteKey {
+  const char* file;
+  std::uint32_t line;
+  friend bool operator==(const SiteKey&, const SiteKey&) = default;
+};
+struct SiteKeyHash {
+  std::size_t operator()(const SiteKey& k) const noexcept {
+    return std::hash<const void*>()(k.file) * 31 + k.line;
+  }
+};
+
+// Sites by (file pointer, line): the pointer is what the compiler gives each
+// call, so this is exact within a translation unit; the same file seen
+// through two pointers (a header included twice) is merged afterwards.
+struct SiteTable {
+  std::unordered_map<SiteKey, std::uint32_t, SiteKeyHash> index;
+  std::vector<Site> sites;
+  std::uint32_t of(const Site& s) {
+    auto [it, fresh] = index.try_emplace(SiteKey{s.file_name(), s.line()}, std::uint32_t(sites.size()));
+    if (fresh) sites.push_back(s);
+    return it->second;
+  }
+};
+
+// The walk's pin on one slot. Never hold a lock when it ends: the last unpin
+// of an array closed meanwhile finalizes it, which takes its manager's mutex.
+struct Unpin {
+  Registry& reg;
+  std::uint32_t slot;
+  ~Unpin() { reg.unpin(slot); }
+};
+
+// Merges duplicate paths and (file, line) pairs; returns old index → new index.
+template <class T, class Key>
+std::vector<std::uint32_t> dedupe(std::vector<T>& items, Key key_of) {
+  std::vector<std::uint32_t> remap(items.size());
+  std::unordered_map<decltype(key_of(items[0])), std::uint32_t> seen;
+  std::vector<T> kept;
+  kept.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto [it, fresh] = seen.try_emplace(key_of(items[i]), std::uint32_t(kept.size()));
+    if (fresh) kept.push_back(std::move(items[i]));
+    remap[i] = it->second;
+  }
+  items = std::move(kept);
+  return remap;
+}
+
+}  // namespace
+
+Snapshot snapshot() {
+  detail::enter();
+  Snapshot snap;
+  snap.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  Registry& reg = Registry::instance();
+  snap.arrays.reserve(std::size_t(reg.open_arrays()) + 64);
+  ManagerTable managers;
+  SiteTable sites;
+
+  for (std::uint32_t slot = 0, n = reg.slot_count(); slot < n; ++slot) {
+    detail::Entry& e = reg.entry(slot);
+    std::uint64_t state = e.state.load(std::memory_order_acquire);
+    if (!(state & Registry::kOccupied) || (state & Registry::kClosing)) continue;
+    if (!reg.try_pin(slot, Registry::generation_of(state))) continue;
+    Unpin unpin{reg, slot};
+    const ArrayImpl& a = *e.impl.load(std::memory_order_acquire);
+    std::uint32_t manager = 0;
+    bool owned = false, fresh = false;
+    ManagerImpl* owner;
+    {
+      // The owner can change under us (attach on another thread) and only its
+      // reference, held by the array, keeps it alive: look it up and retain a
+      // new one while `meta` fixes it.
+      std::lock_guard meta(a.meta);
+      owner = a.owner;
+      if (owner) {
+        owned = true;
+        auto it = managers.index.find(owner);
+        if (it != managers.index.end()) {
+          manager = it->second;
+        } else {
+          owner->retain();
+          fresh = true;
+        }
+      }
+    }
+    if (fresh) {
+      manager = std::uint32_t(managers.holds.size());
+      managers.holds.emplace_back(owner);  // adopts the reference taken above
+      managers.index.emplace(owner, manager);
+    }
+    if (owned) {
+      // Linked while pinned, so the entry still holds its key (and the key's
+      // memory): reading the count is safe. A relaxed read, as sweep() does.
+      const detail::Key* key = detail::reveal<detail::Key>(e.key.load(std::memory_order_acquire));
+      snap.arrays.push_back(ArrayRecord{a.uuid, manager, sites.of(a.site), a.charged_bytes(),
+                                        key ? key->strong.load(std::memory_order_relaxed) : 0});
+    }
+    // Not yet owned: link_new publishes before it sets the owner; the array
+    // is still being created, as if the walk had passed before it.
+  }
+
+  snap.managers.reserve(managers.holds.size());
+  for (const ManagerHold& m : managers.holds) snap.managers.push_back(m->path());
+  snap.sites.reserve(sites.sites.size());
+  for (const Site& s : sites.sites) snap.sites.push_back(SiteInfo::from(s));
+  std::vector<std::uint32_t> manager_map = dedupe(snap.managers, [](const std::string& p) { return p; });
+  std::vector<std::uint32_t> site_map = dedupe(snap.sites, [](const SiteInfo& s) {
+    return s.file + ":" + std::to_string(s.line);
+  });
+  for (ArrayRecord& r : snap.arrays) {
+    r.manager = manager_map[r.manager];
+    r.site = site_map[r.site];
+  }
+  return snap;
+}
+
+std::uint64_t Snapshot::bytes() const noexcept {
+  std::uint64_t total = 0;
+  for (const ArrayRecord& a : arrays) total += a.bytes;
+  return total;
+}
+
+std::size_t Snapshot::orphan_count() const noexcept {
+  return std::size_t(std::count_if(arrays.begin(), arrays.end(), [](const ArrayRecord& a) { return a.handles == 0; }));
+}
+
+}  // namespace ndgc::debug

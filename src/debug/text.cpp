@@ -1,0 +1,124 @@
+// to_text(): the stable, human-readable form of every debug report.
+//
+// One header line, then one line per group (or manager and array), columns in
+// the order debug.hpp documents at each to_text(). Sizes are human-readable
+// (memory::format_bytes) with the exact byte count in the header; growth is
+// signed. Tools should read to_json() instead; this format may gain columns
+// at the end of a line, never lose or reorder them.
+//
+// Thread-safety: pure functions of their values.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ndgc/debug.hpp"
+#include "ndgc/memory.hpp"
+
+namespace ndgc::debug {
+
+namespace {
+
+std::string human(std::uint64_t bytes) { return memory::format_bytes(bytes); }
+
+std::string signed_human(std::int64_t bytes) {
+  if (bytes == 0) return "0 B";
+  return (bytes > 0 ? "+" : "-") + memory::format_bytes(std::uint64_t(std::llabs(bytes)));
+}
+
+std::string signed_count(std::int64_t n) { return n > 0 ? fmt::format("+{}", n) : fmt::format("{}", n); }
+
+void more_line(std::string& out, std::size_t shown, std::size_t total) {
+  if (shown < total) out += fmt::format("  ... {} more groups\n", total - shown);
+}
+
+void manager_text(const ManagerInfo& m, bool detailed, int depth, std::string& out) {
+  std::string indent(std::size_t(depth) * 2, ' ');
+  std::string label = depth == 0 ? m.path : (m.name.empty() ? "(unnamed)" : m.name);
+  out += fmt::format("{}{} [{}] {}{}{}: {} arrays, {}, {} sub-managers\n", indent, label, m.uuid.to_string(),
+                     m.device.to_string(), m.open ? "" : " closed", m.capped ? " capped" : "", m.array_count,
+                     human(m.bytes), m.children.size());
+  if (detailed)
+    for (const ArrayInfo& a : m.arrays)
+      out += fmt::format("{}  - {}{} {} {} {}{}{} at {} handles={}{}\n", indent, a.uuid.to_string(),
+                         a.name.empty() ? "" : " '" + a.name + "'", a.shape.to_string(), to_string(a.dtype),
+                         human(a.nbytes), a.view ? " (view)" : "", a.borrowed ? " (borrowed)" : "",
+                         a.site.to_string(), a.handles, a.handles == 0 ? " (orphan)" : "");
+  for (const ManagerInfo& c : m.children) manager_text(c, detailed, depth + 1, out);
+}
+
+}  // namespace
+
+std::string Dump::to_text() const {
+  std::string out;
+  manager_text(root, detailed, 0, out);
+  return out;
+}
+
+std::string Snapshot::to_text(std::size_t max_groups) const {
+  struct Group {
+    std::uint32_t manager, site;
+    std::uint64_t arrays = 0, bytes = 0;
+  };
+  std::unordered_map<std::uint64_t, Group> by_key;
+  for (const ArrayRecord& a : arrays) {
+    Group& g = by_key.try_emplace((std::uint64_t(a.manager) << 32) | a.site, Group{a.manager, a.site}).first->second;
+    ++g.arrays;
+    g.bytes += a.bytes;
+  }
+  std::vector<Group> groups;
+  groups.reserve(by_key.size());
+  for (const auto& [key, g] : by_key) groups.push_back(g);
+  std::sort(groups.begin(), groups.end(), [this](const Group& a, const Group& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.arrays != b.arrays) return a.arrays > b.arrays;
+    return std::tie(managers[a.manager], sites[a.site].file, sites[a.site].line) <
+           std::tie(managers[b.manager], sites[b.site].file, sites[b.site].line);
+  });
+  std::uint64_t total = this->bytes();
+  std::string out = fmt::format("snapshot: {} arrays, {} ({} B), {} orphans\n", arrays.size(), human(total), total,
+                                orphan_count());
+  if (groups.empty()) out += "  (no arrays)\n";
+  std::size_t shown = std::min(max_groups, groups.size());
+  for (std::size_t i = 0; i < shown; ++i)
+    out += fmt::format("  {:>8}  {:>10}  {}  {}\n", groups[i].arrays, human(groups[i].bytes),
+                       managers.at(groups[i].manager), sites.at(groups[i].site).to_string());
+  more_line(out, shown, groups.size());
+  return out;
+}
+
+std::string Diff::to_text(std::size_t max_groups) const {
+  std::string out = fmt::format("diff: {} arrays, {} ({} B); before {} arrays, {}; after {} arrays, {}\n",
+                                signed_count(array_growth()), signed_human(byte_growth()),
+                                signed_count(byte_growth()), before.arrays, human(before.bytes), after.arrays,
+                                human(after.bytes));
+  if (groups.empty()) out += "  (no change)\n";
+  std::size_t shown = std::min(max_groups, groups.size());
+  for (std::size_t i = 0; i < shown; ++i) {
+    const DiffGroup& g = groups[i];
+    out += fmt::format("  {:>8}  {:>11}  {}  {}\n", signed_count(g.array_growth()), signed_human(g.byte_growth()),
+                       g.manager, g.site.to_string());
+  }
+  more_line(out, shown, groups.size());
+  return out;
+}
+
+std::string OrphanReport::to_text(std::size_t max_groups) const {
+  std::string out =
+      fmt::format("orphans: {} arrays, {} ({} B) that no handle reaches\n", arrays, human(bytes), bytes);
+  if (groups.empty()) out += "  (none)\n";
+  std::size_t shown = std::min(max_groups, groups.size());
+  for (std::size_t i = 0; i < shown; ++i) {
+    const OrphanGroup& g = groups[i];
+    out += fmt::format("  {:>8}  {:>10}  {}  in {}\n", g.arrays, human(g.bytes), g.site.to_string(),
+                       fmt::join(g.managers, ", "));
+  }
+  more_line(out, shown, groups.size());
+  return out;
+}
+
+}  // namespace ndgc::debug

@@ -1,0 +1,161 @@
+// Snapshots, orphan reports, dumps and diffs taken while other threads create
+// and drop arrays, move them between managers, close managers and toggle
+// auto-close: no crash, and no torn record (each record is one array's
+// consistent state: known sites have known sizes, no UUID appears twice,
+// every index is in range). Run under TSan too (build-debug-tsan).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "debug_test_util.hpp"
+#include "test_util.hpp"
+
+using namespace ndgc;
+
+namespace {
+
+struct Lines {
+  std::atomic<int> f32{0}, i64{0}, view{0};
+};
+
+struct Shared {
+  std::mutex mu;
+  std::vector<ManagerRef> managers;  // any thread may use or close these
+  std::atomic<bool> stop{false};
+  std::atomic<long> created{0};
+  Lines lines;
+};
+
+ManagerRef pick(Shared& s, std::mt19937& rng) {
+  std::lock_guard lock(s.mu);
+  if (s.managers.empty()) return {};
+  return s.managers[rng() % s.managers.size()];
+}
+
+void worker(Shared& s, NDManager& base, int seed) {
+  std::mt19937 rng(seed);
+  std::deque<NDArray> kept;
+  std::vector<NDManager> own;
+  while (!s.stop.load(std::memory_order_relaxed)) {
+    try {
+      switch (rng() % 8) {
+        case 0: {  // a new sub-manager others may use and close
+          NDManager m = base.new_sub_manager(rng() % 2 ? "step" : "");
+          std::lock_guard lock(s.mu);
+          s.managers.push_back(m);
+          if (s.managers.size() > 16) s.managers.erase(s.managers.begin());
+          own.push_back(std::move(m));
+          if (own.size() > 4) own.erase(own.begin());  // closes the oldest
+          break;
+        }
+        case 1: {  // close someone's manager
+          ManagerRef m = pick(s, rng);
+          if (m.defined() && rng() % 4 == 0) m.close();
+          break;
+        }
+        case 2: {  // move an array between managers
+          ManagerRef m = pick(s, rng);
+          if (m.defined() && !kept.empty()) kept[rng() % kept.size()].attach(m);
+          break;
+        }
+        default: {  // create arrays at the three known sites; keep some
+          ManagerRef m = pick(s, rng);
+          if (!m.defined()) m = base;
+          NDArray a = m.zeros({16}); s.lines.f32 = __LINE__;
+          NDArray b = m.ones({4}, DataType::int64); s.lines.i64 = __LINE__;
+          NDArray v = a.reshape({4, 4}); s.lines.view = __LINE__;
+          s.created.fetch_add(3, std::memory_order_relaxed);
+          if (rng() % 2) kept.push_back(a);
+          if (rng() % 3 == 0) kept.push_back(v);
+          while (kept.size() > 64) kept.pop_front();
+          break;
+        }
+      }
+    } catch (const ArrayClosed&) {
+    } catch (const ManagerClosed&) {
+    }
+  }
+}
+
+// Checks one snapshot for torn or duplicated records; returns false on any.
+bool consistent(const debug::Snapshot& snap, const Lines& lines) {
+  std::set<Uuid> seen;
+  for (const debug::ArrayRecord& r : snap.arrays) {
+    if (r.manager >= snap.managers.size() || r.site >= snap.sites.size()) return false;
+    if (!seen.insert(r.uuid).second) return false;
+    const debug::SiteInfo& site = snap.site_of(r);
+    if (!test::ends_with(site.file, "stress_test.cpp")) continue;
+    int line = int(site.line);
+    if (line == lines.f32 && r.bytes != 64) return false;
+    if (line == lines.i64 && r.bytes != 32) return false;
+    if (line == lines.view && r.bytes != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("snapshots, orphan reports, dumps and diffs while other threads work") {
+  test::AutoClose restore(false);
+  Shared s;
+  NDManager base = NDManager::new_base_manager("debug-stress");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back([&, t] { worker(s, base, 1000 + t); });
+  std::thread toggler([&] {
+    std::mt19937 rng(7);
+    while (!s.stop.load(std::memory_order_relaxed)) {
+      rng() % 2 ? gc::enable() : gc::disable();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+  });
+
+  int snapshots = 0, bad = 0;
+  std::size_t max_arrays = 0;
+  debug::Snapshot previous = debug::snapshot();
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < until || snapshots < 20) {
+    debug::Snapshot snap = debug::snapshot();
+    ++snapshots;
+    if (!consistent(snap, s.lines)) ++bad;
+    max_arrays = std::max(max_arrays, snap.arrays.size());
+    debug::Diff d = debug::diff(previous, snap);
+    if (d.after.arrays != snap.arrays.size()) ++bad;
+    debug::OrphanReport o = debug::orphans();
+    std::uint64_t in_groups = 0;
+    for (const debug::OrphanGroup& g : o.groups) in_groups += g.uuids.size();
+    if (in_groups != o.arrays) ++bad;
+    if (snapshots % 4 == 0) {
+      debug::Dump dump = debug::inspect(base, true);
+      std::uint64_t listed = dump.root.arrays.size();
+      if (listed != dump.root.array_count) ++bad;  // one pass under the mutex: they agree
+      (void)dump.to_text();
+    }
+    if (snapshots % 8 == 0) {
+      if (!(debug::Snapshot::from_json(snap.to_json()) == snap)) ++bad;
+    }
+    previous = std::move(snap);
+  }
+  s.stop = true;
+  for (std::thread& t : threads) t.join();
+  toggler.join();
+  MESSAGE(snapshots << " snapshots (up to " << max_arrays << " arrays) while " << s.created.load()
+                    << " arrays were created");
+  CHECK(bad == 0);
+  CHECK(snapshots >= 20);
+  CHECK(s.created.load() > 0);
+  {
+    std::lock_guard lock(s.mu);
+    s.managers.clear();
+  }
+  base.close();
+  debug::Snapshot last = debug::snapshot();
+  for (const std::string& path : last.managers) CHECK(path.rfind("system/debug-stress", 0) != 0);
+}
