@@ -1,4 +1,6 @@
 // Copies and joins: dup, contiguous, to_type, concat, stack.
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -12,10 +14,11 @@ namespace {
 
 using namespace ndgc::ops;
 
-NDArray copy_as(const NDArray& x, DataType dtype, Site site, const char* op, const OpRecord& rec) {
+// A contiguous copy of `x` as `dtype` (nullopt: x's own dtype).
+NDArray copy_as(const NDArray& x, std::optional<DataType> dtype, Site site, const char* op, const OpRecord& rec) {
   detail::enter();
   Pinned a(x, op);
-  auto out = new_output(a->shape, dtype, a->device, site, op);
+  auto out = new_output(a->shape, dtype.value_or(a->dtype), a->device, site, op);
   engine(a->device).copy(view_of(*a), view_of(*out));
   NDArray result = publish_like(std::move(out), *a, op);
   record(rec, {x}, result);
@@ -78,7 +81,7 @@ NDArray join(const NDList& list, int axis, bool stack, Site site) {
 }  // namespace
 
 NDArray NDArray::dup(Site site) const {
-  return copy_as(*this, dtype(), site, "dup", {.kind = OpKind::copy});
+  return copy_as(*this, std::nullopt, site, "dup", {.kind = OpKind::copy});
 }
 
 NDArray NDArray::contiguous(Site site) const {
