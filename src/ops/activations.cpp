@@ -36,6 +36,7 @@ NDArray NDArray::one_hot(std::int64_t depth, DataType dtype, Site site) const {
   if (is_floating(a->dtype) || a->dtype == DataType::boolean)
     throw DTypeMismatch(fmt::format("one_hot: {} must hold integer class indices", describe(*a)));
   if (depth <= 0) throw InvalidArgument(fmt::format("one_hot: depth {} must be positive", depth));
+  check_rank_room("one_hot", *a);
   Shape shape = a->shape;
   shape.push_back(depth);
   auto out = new_output(shape, dtype, a->device, site, "one_hot");

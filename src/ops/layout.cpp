@@ -35,6 +35,7 @@ NDArray join(const NDList& list, int axis, bool stack, Site site) {
   for (const NDArray& x : list) pins.emplace_back(x, op);
   const ArrayImpl& first = *pins.front();
   const int in_rank = first.shape.rank();
+  if (stack) check_rank_room(op, first);
   const int rank = in_rank + (stack ? 1 : 0);
   if (rank == 0) throw InvalidArgument(fmt::format("{}: scalars cannot be concatenated; stack them", op));
   const int ax = normalize_axis(op, axis, rank, first);

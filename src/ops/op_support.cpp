@@ -108,6 +108,12 @@ void check_writable(const char* op, const ArrayImpl& a) {
           op, describe(a)));
 }
 
+void check_rank_room(const char* op, const ArrayImpl& a) {
+  if (a.shape.rank() >= kMaxRank)
+    throw InvalidArgument(fmt::format("{}: {} already has {} axes, the most an array can have; {} adds one", op,
+                                      describe(a), kMaxRank, op));
+}
+
 int normalize_axis(const char* op, int axis, int rank, const ArrayImpl& a) {
   int ax = axis < 0 ? axis + rank : axis;
   if (ax < 0 || ax >= rank)

@@ -44,6 +44,8 @@ void check_numeric(const char* op, const ArrayImpl& a);
 void check_floating(const char* op, const ArrayImpl& a);
 // A writable destination: no axis of length > 1 with stride 0.
 void check_writable(const char* op, const ArrayImpl& a);
+// For ops that add an axis (expand_dims, stack, one_hot): `a` must have fewer than kMaxRank.
+void check_rank_room(const char* op, const ArrayImpl& a);
 
 // Axis in [-rank, rank) → [0, rank); InvalidArgument naming the array otherwise.
 int normalize_axis(const char* op, int axis, int rank, const ArrayImpl& a);

@@ -136,6 +136,7 @@ NDArray NDArray::squeeze(Site site) const {
 }
 
 NDArray NDArray::squeeze(const std::vector<int>& axes, Site site) const {
+  if (axes.empty()) return squeeze(site);  // no axes named: every axis of length 1, as squeeze() (not "every axis")
   detail::enter();
   Pinned a(*this, "squeeze");
   std::uint32_t mask = axes_mask("squeeze", axes, *a);
@@ -155,6 +156,7 @@ NDArray NDArray::squeeze(const std::vector<int>& axes, Site site) const {
 NDArray NDArray::expand_dims(int axis, Site site) const {
   detail::enter();
   Pinned a(*this, "expand_dims");
+  check_rank_room("expand_dims", *a);
   const int rank = a->shape.rank();
   int ax = normalize_axis("expand_dims", axis, rank + 1, *a);
   Shape shape = a->shape, strides = a->strides;

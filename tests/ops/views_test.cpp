@@ -173,6 +173,7 @@ TEST_CASE("squeeze drops axes of length 1") {
   check_shape(a.squeeze({0}), {3, 1, 2});
   check_shape(a.squeeze({-2}), {1, 3, 2});
   check_shape(a.squeeze({0, 2}), {3, 2});
+  check_shape(a.squeeze(std::vector<int>{}), {3, 2});  // no axes named: as squeeze()
   check_shape(m.ones({1, 1}).squeeze(), Shape{});
   check_shape(m.ones({2, 3}).squeeze(), {2, 3});
   // Squeezing a strided view keeps its strides.
@@ -207,6 +208,24 @@ TEST_CASE("expand_dims inserts an axis of length 1") {
   CHECK_THROWS_WITH_AS(a.expand_dims(3), doctest::Contains("expand_dims: axis 3"), InvalidArgument);
   CHECK_THROWS_WITH_AS(a.expand_dims(-4), doctest::Contains("expand_dims"), InvalidArgument);
   before.check_unchanged();
+}
+
+TEST_CASE("ops that add an axis refuse arrays that already have the most axes") {
+  NDManager m = fresh();
+  NDArray a = m.zeros({1, 2, 1, 2, 1, 2, 1, 2});
+  NDArray idx = m.zeros({1, 1, 1, 1, 1, 1, 1, 2}, DataType::int32);
+  Footprint before(m);
+  CHECK_THROWS_WITH_AS(a.expand_dims(0), doctest::Contains("expand_dims: "), InvalidArgument);
+  CHECK_THROWS_WITH_AS(a.expand_dims(-1), doctest::Contains("already has 8 axes"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(stack(NDList{a, a}), doctest::Contains("stack: "), InvalidArgument);
+  CHECK_THROWS_WITH_AS(idx.one_hot(3), doctest::Contains("one_hot: "), InvalidArgument);
+  before.check_unchanged();
+  // Rank 8 itself works everywhere else.
+  check_shape(a.squeeze().expand_dims(0), {1, 2, 2, 2, 2});
+  check_shape(a.add(a).sum({1, 3}, true), {1, 1, 1, 1, 1, 2, 1, 2});
+  check_shape(a.transpose(), {2, 1, 2, 1, 2, 1, 2, 1});
+  check_shape(concat(NDList{a, a}, 7), {1, 2, 1, 2, 1, 2, 1, 4});
+  check_shape(stack(NDList{a.squeeze(), a.squeeze()}, 2), {2, 2, 2, 2, 2});
 }
 
 // ---- broadcast_to ------------------------------------------------------------------------
