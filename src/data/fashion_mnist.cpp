@@ -9,7 +9,9 @@
 // place that reads the environment), else /usr/share/datasets/fashion-mnist.
 //
 // Thread-safety: stateless. Key numbers: train 60000 images (47 MB of pixels,
-// 188 MB as float32), test 10000; loading train takes ~0.2 s, mostly zlib.
+// 188 MB as float32), test 10000. Loading train costs ~0.27 s of CPU: ~0.17 s
+// in zlib's inflate, most of the rest in first-touch page faults of the
+// 188 MB output (the conversion itself is ~20 ms).
 #include <fmt/format.h>
 
 #include "data/idx_reader.hpp"

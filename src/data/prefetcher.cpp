@@ -38,26 +38,32 @@ void Prefetcher::produce() {
   for (std::int64_t i = 0; i < count_; ++i) {
     {
       std::unique_lock lock(mu_);
+      producer_waiting_ = true;
       consumed_.wait(lock, [&] { return stop_ || ready_.size() < depth_; });
+      producer_waiting_ = false;
       if (stop_) return;
     }
     Batch batch = make_(i);
     std::unique_lock lock(mu_);  // released before `batch` is destroyed
     if (stop_) return;           // `batch` closes here, on the worker
     ready_.push_back(std::move(batch));
+    const bool wake = consumer_waiting_;
     lock.unlock();
-    produced_.notify_one();
+    if (wake) produced_.notify_one();  // See Note [Waking only sleepers]
   }
 }
 
 std::optional<Batch> Prefetcher::next() {
   std::unique_lock lock(mu_);
+  consumer_waiting_ = true;
   produced_.wait(lock, [&] { return !ready_.empty() || finished_; });
+  consumer_waiting_ = false;
   if (!ready_.empty()) {
     Batch batch = std::move(ready_.front());
     ready_.pop_front();
+    const bool wake = producer_waiting_;
     lock.unlock();
-    consumed_.notify_one();
+    if (wake) consumed_.notify_one();
     return batch;
   }
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
