@@ -60,6 +60,17 @@ enum class Unary : std::uint8_t { neg, abs, exp, log, sqrt, square, relu, sigmoi
 enum class Binary : std::uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, ne, gt, ge, lt, le };
 enum class Reduce : std::uint8_t { sum, mean, max, min };
 
+// Adam (Kingma & Ba, with L2 weight decay added to the gradient, as PyTorch's
+// Adam): g' = g + wd·w; m = β1·m + (1-β1)·g'; v = β2·v + (1-β2)·g'²;
+// w -= lr / bc1 · m / (sqrt(v / bc2) + ε), where bc_i = 1 - β_i^t.
+struct AdamHyper {
+  double learning_rate, beta1, beta2, epsilon, weight_decay, bias_correction1, bias_correction2;
+};
+// SGD: g' = g + wd·w; with momentum μ: m = μ·m + g', w -= lr·m; without: w -= lr·g'.
+struct SgdHyper {
+  double learning_rate, momentum, weight_decay;
+};
+
 const char* name_of(Unary op) noexcept;
 const char* name_of(Binary op) noexcept;
 const char* name_of(Reduce op) noexcept;
@@ -109,6 +120,20 @@ class Engine {
   // Transfers between the device and host memory (contiguous, dtype converted).
   virtual void to_host(const TensorView& in, const TensorView& host_out) = 0;
   virtual void from_host(const TensorView& host_in, const TensorView& out) = 0;
+
+  // Fused optimizer updates, in place, in one pass over the parameter (see
+  // ops/optimizer_update.hpp). All views have the weight's shape and dtype.
+  // An engine without a kernel for these views returns false and the ops
+  // layer composes the update from the primitives above.
+  virtual bool adam_update(const TensorView& /*weight*/, const TensorView& /*grad*/, const TensorView& /*mean*/,
+                           const TensorView& /*variance*/, const AdamHyper& /*hyper*/) {
+    return false;
+  }
+  // `momentum.data` is null for plain SGD.
+  virtual bool sgd_update(const TensorView& /*weight*/, const TensorView& /*grad*/, const TensorView& /*momentum*/,
+                          const SgdHyper& /*hyper*/) {
+    return false;
+  }
 };
 
 // The engine for `device`; DeviceMismatch when none is registered.

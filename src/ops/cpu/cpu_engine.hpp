@@ -35,6 +35,10 @@ class CpuEngine final : public Engine {
   void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) override;
   void to_host(const TensorView& in, const TensorView& host_out) override { copy(in, host_out); }
   void from_host(const TensorView& host_in, const TensorView& out) override { copy(host_in, out); }
+  bool adam_update(const TensorView& weight, const TensorView& grad, const TensorView& mean,
+                   const TensorView& variance, const AdamHyper& hyper) override;
+  bool sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
+                  const SgdHyper& hyper) override;
 };
 
 CpuEngine& cpu_engine() noexcept;

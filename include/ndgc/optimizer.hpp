@@ -1,0 +1,84 @@
+// Optimizers (DJL's Optimizer): update parameters in place from their
+// gradients.
+//
+//   nn::Adam adam(1e-3);
+//   adam.update(block.parameters());   // after collector.backward(loss)
+//
+// Each update is one fused, in-place op per parameter (one pass over its
+// memory on the CPU) and is not recorded by autograd. Per-parameter state
+// (momentum, Adam's moment estimates) is created once, zero-filled, in the
+// parameter's manager (the model's), at the first update or by prepare():
+// a training loop creates no arrays per step. Gradients are read, not
+// zeroed: the Trainer zeroes them when a step begins (see
+// ndgc/autograd.hpp).
+// Thread-safety: one optimizer per training loop; not synchronised.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "ndgc/ndarray.hpp"
+#include "ndgc/nn.hpp"
+
+namespace ndgc::nn {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // Updates every parameter of the list from its gradient.
+  void update(const ParameterList& parameters);
+  // Creates the state of every parameter now (before a cap() of their manager).
+  void prepare(const ParameterList& parameters);
+  double learning_rate() const noexcept { return learning_rate_; }
+  void set_learning_rate(double learning_rate);
+  // Number of update() calls so far.
+  std::int64_t update_count() const noexcept { return updates_; }
+
+ protected:
+  explicit Optimizer(double learning_rate);
+  virtual void update_one(Parameter& parameter) = 0;
+  virtual void prepare_one(Parameter& parameter) = 0;
+  // A zero-filled array like the parameter's, in its manager, named "<parameter>.<what>".
+  static NDArray new_state(const Parameter& parameter, const char* what);
+
+ private:
+  double learning_rate_;
+  std::int64_t updates_ = 0;
+};
+
+// Stochastic gradient descent with optional momentum and L2 weight decay.
+class Sgd : public Optimizer {
+ public:
+  explicit Sgd(double learning_rate, double momentum = 0, double weight_decay = 0);
+
+ protected:
+  void update_one(Parameter& parameter) override;
+  void prepare_one(Parameter& parameter) override;
+
+ private:
+  double momentum_, weight_decay_;
+  std::unordered_map<const Parameter*, NDArray> velocity_;
+};
+
+// Adam (Kingma & Ba), bias-corrected, with L2 weight decay added to the
+// gradient (PyTorch's Adam): see ops AdamHyper for the exact formula.
+class Adam : public Optimizer {
+ public:
+  explicit Adam(double learning_rate = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double epsilon = 1e-8,
+                double weight_decay = 0);
+
+ protected:
+  void update_one(Parameter& parameter) override;
+  void prepare_one(Parameter& parameter) override;
+
+ private:
+  struct State {
+    NDArray mean, variance;
+    std::int64_t steps = 0;
+  };
+  State& state(Parameter& parameter);
+  double beta1_, beta2_, epsilon_, weight_decay_;
+  std::unordered_map<const Parameter*, State> states_;
+};
+
+}  // namespace ndgc::nn

@@ -1,0 +1,235 @@
+// Training: Trainer, fit(), listeners and metrics (DJL's EasyTrain and friends).
+//
+//   Model model("mlp", std::make_unique<nn::Mlp>(784, 10, std::vector<std::int64_t>{128, 64}));
+//   model.initialize(Shape{32, 784});
+//   training::TrainingConfig config;
+//   config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
+//   config.optimizer = std::make_shared<nn::Adam>(1e-3);
+//   config.metrics.push_back(std::make_shared<training::Accuracy>());
+//   config.listeners.push_back(std::make_shared<training::MemoryListener>("memory.csv"));
+//   training::Trainer trainer(model, config);            // manager: model → trainer
+//   training::fit(trainer, 3, train_set, &test_set);      // batches: trainer → batch
+//   double acc = trainer.history().back().at("validate_accuracy");
+//
+// Managers follow DJL's tree (DESIGN.md §4): the trainer's manager is a
+// sub-manager of the model's; fit() asks the dataset for each batch in a
+// sub-manager of the trainer's, and the batch's manager closes when the step
+// is over. A step written like train_batch() — forward from the batch data,
+// the loss from the predictions — keeps every per-step array in the batch
+// manager: parameters, their gradients and the optimizer state are made once,
+// in the model's manager, and only updated in place after that. So host bytes
+// in use stay flat from epoch to epoch, with auto-close off or on; the
+// MemoryListener shows it.
+//
+// Gradients: new_gradient_collector() zeroes the gradients of the model's
+// parameters (those arrays only: no scan over a manager) and starts a
+// GradientCollector, as DJL's trainer does.
+//
+// Thread-safety: a Trainer is used by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ndgc/autograd.hpp"
+#include "ndgc/data.hpp"
+#include "ndgc/loss.hpp"
+#include "ndgc/model.hpp"
+#include "ndgc/optimizer.hpp"
+
+namespace ndgc::training {
+
+class Trainer;
+
+// ---- metrics -------------------------------------------------------------------
+
+class Metric {
+ public:
+  explicit Metric(std::string name) : name_(std::move(name)) {}
+  virtual ~Metric() = default;
+  const std::string& name() const noexcept { return name_; }
+  virtual void reset() = 0;
+  // One batch: its labels, the predictions and the batch's loss value.
+  virtual void update(const NDList& labels, const NDList& predictions, double loss) = 0;
+  // The value over the batches since reset() (NaN before any).
+  virtual double value() const = 0;
+  // A fresh metric of the same kind (the trainer keeps one for training and
+  // one for validation).
+  virtual std::unique_ptr<Metric> clone() const = 0;
+
+ private:
+  std::string name_;
+};
+
+// Share of rows whose arg-max prediction (last axis) equals the label (class
+// indices, as SoftmaxCrossEntropyLoss takes them).
+class Accuracy : public Metric {
+ public:
+  explicit Accuracy(std::string name = "accuracy") : Metric(std::move(name)) {}
+  void reset() override { correct_ = total_ = 0; }
+  void update(const NDList& labels, const NDList& predictions, double loss) override;
+  double value() const override;
+  std::unique_ptr<Metric> clone() const override { return std::make_unique<Accuracy>(name()); }
+
+ private:
+  std::int64_t correct_ = 0, total_ = 0;
+};
+
+// The mean loss, weighted by batch size.
+class LossMetric : public Metric {
+ public:
+  explicit LossMetric(std::string name = "loss") : Metric(std::move(name)) {}
+  void reset() override { sum_ = 0, rows_ = 0; }
+  void update(const NDList& labels, const NDList& predictions, double loss) override;
+  double value() const override;
+  std::unique_ptr<Metric> clone() const override { return std::make_unique<LossMetric>(name()); }
+
+ private:
+  double sum_ = 0;
+  std::int64_t rows_ = 0;
+};
+
+// ---- listeners ------------------------------------------------------------------
+
+struct BatchResult {
+  std::int64_t epoch = 0;
+  std::int64_t index = 0;  // in its epoch
+  std::int64_t size = 0;   // rows
+  double loss = 0;
+  bool training = true;  // false: a validation batch
+};
+
+// Hooks called by fit() (and by custom loops through Trainer::notify_*).
+class TrainingListener {
+ public:
+  virtual ~TrainingListener() = default;
+  virtual void on_training_begin(Trainer&) {}
+  virtual void on_epoch_begin(Trainer&, std::int64_t /*epoch*/) {}
+  virtual void on_batch_end(Trainer&, const BatchResult&) {}
+  virtual void on_epoch_end(Trainer&, std::int64_t /*epoch*/) {}
+  virtual void on_training_end(Trainer&) {}
+};
+
+// Wall time of each epoch (training and validation), in seconds.
+class EpochTimingListener : public TrainingListener {
+ public:
+  void on_epoch_begin(Trainer&, std::int64_t epoch) override;
+  void on_epoch_end(Trainer&, std::int64_t epoch) override;
+  const std::vector<double>& epoch_seconds() const noexcept { return seconds_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::vector<double> seconds_;
+};
+
+// Memory per epoch: host bytes in use at the end of the epoch and their peak
+// during it (memory::stats; the peak is reset when each epoch begins, for the
+// whole process), the arrays open in the model's manager and below the
+// trainer's, and auto-close's reclaimed count and bytes so far (gc::stats).
+// Rows are kept, and appended to a CSV file when one is given:
+//   epoch,seconds,host_bytes,host_peak_bytes,model_arrays,trainer_arrays,reclaimed,reclaimed_bytes
+class MemoryListener : public TrainingListener {
+ public:
+  struct Row {
+    std::int64_t epoch = 0;
+    double seconds = 0;
+    std::uint64_t host_bytes = 0, host_peak_bytes = 0;
+    std::size_t model_arrays = 0, trainer_arrays = 0;
+    std::uint64_t reclaimed = 0, reclaimed_bytes = 0;
+  };
+  // `csv` empty: rows in memory only. The file is created (truncated) when training begins.
+  explicit MemoryListener(std::filesystem::path csv = {}) : path_(std::move(csv)) {}
+  void on_training_begin(Trainer&) override;
+  void on_epoch_begin(Trainer&, std::int64_t epoch) override;
+  void on_epoch_end(Trainer&, std::int64_t epoch) override;
+  const std::vector<Row>& rows() const noexcept { return rows_; }
+  static const char* csv_header() noexcept;
+
+ private:
+  std::filesystem::path path_;
+  std::ofstream out_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<Row> rows_;
+};
+
+// One line per epoch on `out`: the epoch, its duration and the metrics.
+class ProgressListener : public TrainingListener {
+ public:
+  explicit ProgressListener(std::ostream& out) : out_(out) {}
+  void on_epoch_begin(Trainer&, std::int64_t epoch) override;
+  void on_epoch_end(Trainer&, std::int64_t epoch) override;
+
+ private:
+  std::ostream& out_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// ---- the trainer ------------------------------------------------------------------
+
+struct TrainingConfig {
+  std::shared_ptr<const nn::Loss> loss;      // required
+  std::shared_ptr<nn::Optimizer> optimizer;  // required
+  std::vector<std::shared_ptr<const Metric>> metrics;  // besides the loss, which is always measured
+  std::vector<std::shared_ptr<TrainingListener>> listeners;
+};
+
+class Trainer {
+ public:
+  // The model must be initialized (InvalidArgument otherwise). Creates the
+  // optimizer's state for every parameter now, in the model's manager.
+  Trainer(Model& model, TrainingConfig config);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  Model& model() noexcept { return model_; }
+  ManagerRef manager() const noexcept { return manager_; }
+  const TrainingConfig& config() const noexcept { return config_; }
+
+  // Zeroes the parameters' gradients and starts recording on this thread.
+  [[nodiscard]] GradientCollector new_gradient_collector();
+  NDList forward(const NDList& inputs);
+  // One optimizer update of every parameter from its gradient.
+  void step();
+  // forward, loss, backward and step on `batch`; updates the training
+  // metrics and tells the listeners. Returns the loss.
+  double train_batch(const data::Batch& batch, std::int64_t epoch = 0);
+  // forward and loss without recording; updates the validation metrics.
+  double validate_batch(const data::Batch& batch, std::int64_t epoch = 0);
+
+  // Metrics of the epoch in progress ("loss" first, then the configured ones).
+  const std::vector<std::unique_ptr<Metric>>& training_metrics() const noexcept { return train_metrics_; }
+  const std::vector<std::unique_ptr<Metric>>& validation_metrics() const noexcept { return validate_metrics_; }
+  // Per finished epoch: "train_<metric>" and, when validated, "validate_<metric>".
+  const std::vector<std::map<std::string, double>>& history() const noexcept { return history_; }
+
+  // The events fit() raises, for loops written by hand.
+  void notify_training_begin();
+  void notify_epoch_begin(std::int64_t epoch);  // resets the metrics
+  void notify_epoch_end(std::int64_t epoch, bool validated);  // records history()
+  void notify_training_end();
+
+ private:
+  Model& model_;
+  TrainingConfig config_;
+  NDManager manager_;
+  nn::ParameterList parameters_;
+  NDList parameter_arrays_;
+  std::vector<std::unique_ptr<Metric>> train_metrics_, validate_metrics_;
+  std::vector<std::map<std::string, double>> history_;
+};
+
+// Trains for `epochs` epochs over `train` (batches in sub-managers of the
+// trainer's manager, epoch e shuffled as the dataset's settings say), and
+// validates on `validation` after each epoch when given.
+void fit(Trainer& trainer, std::int64_t epochs, const data::ArrayDataset& train,
+         const data::ArrayDataset* validation = nullptr);
+
+}  // namespace ndgc::training

@@ -1,0 +1,23 @@
+// Fused, in-place optimizer updates: the ops behind nn::Adam and nn::Sgd.
+//
+//   ops::adam_update(w, w.gradient(), m, v, {.learning_rate = 1e-3, ...});
+//
+// Each call validates its arrays (same shape, dtype and device; floating;
+// writable), pins them and runs one engine call: on the CPU a single pass
+// over the parameter instead of the dozen passes (and temporaries) the same
+// maths takes as separate in-place ops. Like every in-place op they are not
+// recorded by autograd. Private to the library (the nn layer uses them).
+// Thread-safety: as in-place ops: concurrent updates of one array race.
+#pragma once
+
+#include "ndgc/ndarray.hpp"
+#include "ops/engine.hpp"
+
+namespace ndgc::ops {
+
+void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean, const NDArray& variance,
+                 const AdamHyper& hyper);
+// `momentum` may be an empty handle (plain SGD).
+void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momentum, const SgdHyper& hyper);
+
+}  // namespace ndgc::ops

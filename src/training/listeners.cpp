@@ -1,0 +1,79 @@
+// The built-in training listeners: epoch timing, memory per epoch (CSV),
+// progress lines.
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "ndgc/gc.hpp"
+#include "ndgc/memory.hpp"
+#include "ndgc/training.hpp"
+
+namespace ndgc::training {
+namespace {
+
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Arrays held by `m` and every manager below it.
+std::size_t arrays_below(const ManagerRef& m) {
+  std::size_t n = m.array_count();
+  for (const ManagerRef& child : m.sub_managers()) n += arrays_below(child);
+  return n;
+}
+
+}  // namespace
+
+void EpochTimingListener::on_epoch_begin(Trainer&, std::int64_t) { start_ = std::chrono::steady_clock::now(); }
+void EpochTimingListener::on_epoch_end(Trainer&, std::int64_t) { seconds_.push_back(since(start_)); }
+
+const char* MemoryListener::csv_header() noexcept {
+  return "epoch,seconds,host_bytes,host_peak_bytes,model_arrays,trainer_arrays,reclaimed,reclaimed_bytes";
+}
+
+void MemoryListener::on_training_begin(Trainer&) {
+  rows_.clear();
+  if (path_.empty()) return;
+  out_.close();
+  out_.open(path_, std::ios::trunc);
+  if (!out_) throw DataError(fmt::format("MemoryListener: cannot create {}", path_.string()));
+  out_ << csv_header() << '\n';
+  out_.flush();
+}
+
+void MemoryListener::on_epoch_begin(Trainer&, std::int64_t) {
+  memory::reset_peak(Device::cpu());
+  start_ = std::chrono::steady_clock::now();
+}
+
+void MemoryListener::on_epoch_end(Trainer& trainer, std::int64_t epoch) {
+  Row row;
+  row.epoch = epoch;
+  row.seconds = since(start_);
+  const memory::Stats host = memory::stats(Device::cpu());
+  row.host_bytes = host.current_bytes;
+  row.host_peak_bytes = host.peak_bytes;
+  row.model_arrays = trainer.model().manager().array_count();
+  row.trainer_arrays = arrays_below(trainer.manager());
+  const gc::Stats gcs = gc::stats();
+  row.reclaimed = gcs.reclaimed;
+  row.reclaimed_bytes = gcs.reclaimed_bytes;
+  rows_.push_back(row);
+  if (out_.is_open()) {
+    out_ << fmt::format("{},{:.6f},{},{},{},{},{},{}\n", row.epoch, row.seconds, row.host_bytes, row.host_peak_bytes,
+                        row.model_arrays, row.trainer_arrays, row.reclaimed, row.reclaimed_bytes);
+    out_.flush();
+  }
+}
+
+void ProgressListener::on_epoch_begin(Trainer&, std::int64_t) { start_ = std::chrono::steady_clock::now(); }
+
+void ProgressListener::on_epoch_end(Trainer& trainer, std::int64_t epoch) {
+  std::string line = fmt::format("epoch {}: {:.2f} s", epoch, since(start_));
+  if (!trainer.history().empty())
+    for (const auto& [name, value] : trainer.history().back()) line += fmt::format(", {} {:.4f}", name, value);
+  out_ << line << std::endl;
+}
+
+}  // namespace ndgc::training

@@ -1,0 +1,99 @@
+// Trainer: the model's parameters, the optimizer and loss, metrics and
+// listeners, and one training step. Manager layout in ndgc/training.hpp.
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "ndgc/training.hpp"
+
+namespace ndgc::training {
+namespace {
+
+void make_metrics(const TrainingConfig& config, std::vector<std::unique_ptr<Metric>>& out) {
+  out.clear();
+  out.push_back(std::make_unique<LossMetric>());
+  for (const auto& m : config.metrics) {
+    if (!m) throw InvalidArgument("Trainer: a metric in the configuration is null");
+    out.push_back(m->clone());
+  }
+}
+
+}  // namespace
+
+Trainer::Trainer(Model& model, TrainingConfig config) : model_(model), config_(std::move(config)) {
+  if (!config_.loss) throw InvalidArgument("Trainer: the configuration has no loss");
+  if (!config_.optimizer) throw InvalidArgument("Trainer: the configuration has no optimizer");
+  if (!model_.block().is_initialized())
+    throw InvalidArgument(fmt::format(
+        "Trainer: model '{}' is not initialized; call model.initialize(input_shape) (or load()) first", model_.name()));
+  for (const auto& l : config_.listeners)
+    if (!l) throw InvalidArgument("Trainer: a listener in the configuration is null");
+  parameters_ = model_.parameters();
+  for (const nn::NamedParameter& p : parameters_) parameter_arrays_.push_back(p.parameter->array());
+  config_.optimizer->prepare(parameters_);
+  make_metrics(config_, train_metrics_);
+  make_metrics(config_, validate_metrics_);
+  manager_ = model_.manager().new_sub_manager("trainer");
+}
+
+Trainer::~Trainer() = default;
+
+GradientCollector Trainer::new_gradient_collector() {
+  autograd::zero_gradients(parameter_arrays_);
+  return GradientCollector();
+}
+
+NDList Trainer::forward(const NDList& inputs) { return model_.block().forward(inputs); }
+
+void Trainer::step() { config_.optimizer->update(parameters_); }
+
+double Trainer::train_batch(const data::Batch& batch, std::int64_t epoch) {
+  NDList predictions;
+  double loss_value;
+  {
+    GradientCollector collector = new_gradient_collector();
+    predictions = forward(batch.data);
+    NDArray loss = config_.loss->evaluate(batch.labels, predictions);
+    collector.backward(loss);
+    loss_value = loss.item<double>();
+  }
+  step();
+  for (auto& m : train_metrics_) m->update(batch.labels, predictions, loss_value);
+  const BatchResult result{epoch, batch.index, batch.size, loss_value, true};
+  for (auto& l : config_.listeners) l->on_batch_end(*this, result);
+  return loss_value;
+}
+
+double Trainer::validate_batch(const data::Batch& batch, std::int64_t epoch) {
+  autograd::NoGradient pause;
+  NDList predictions = forward(batch.data);
+  const double loss_value = config_.loss->evaluate(batch.labels, predictions).item<double>();
+  for (auto& m : validate_metrics_) m->update(batch.labels, predictions, loss_value);
+  const BatchResult result{epoch, batch.index, batch.size, loss_value, false};
+  for (auto& l : config_.listeners) l->on_batch_end(*this, result);
+  return loss_value;
+}
+
+void Trainer::notify_training_begin() {
+  for (auto& l : config_.listeners) l->on_training_begin(*this);
+}
+
+void Trainer::notify_epoch_begin(std::int64_t epoch) {
+  for (auto& m : train_metrics_) m->reset();
+  for (auto& m : validate_metrics_) m->reset();
+  for (auto& l : config_.listeners) l->on_epoch_begin(*this, epoch);
+}
+
+void Trainer::notify_epoch_end(std::int64_t epoch, bool validated) {
+  std::map<std::string, double> row;
+  for (auto& m : train_metrics_) row["train_" + m->name()] = m->value();
+  if (validated)
+    for (auto& m : validate_metrics_) row["validate_" + m->name()] = m->value();
+  history_.push_back(std::move(row));
+  for (auto& l : config_.listeners) l->on_epoch_end(*this, epoch);
+}
+
+void Trainer::notify_training_end() {
+  for (auto& l : config_.listeners) l->on_training_end(*this);
+}
+
+}  // namespace ndgc::training
