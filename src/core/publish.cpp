@@ -8,9 +8,12 @@ namespace ndgc::detail {
 
 NDArray publish(std::unique_ptr<ArrayImpl> impl, ManagerImpl& manager, Join how, const char* op) {
   Key* key = manager.link_new(impl.get(), how, op);
-  ArrayImpl* a = impl.release();
+  (void)impl.release();  // the registry owns it now
   NDArray handle = NDArray::adopt(key);
-  NDScope::on_created(a->slot, a->generation);
+  // Not from the ArrayImpl: once link_new lets go of the manager's mutex,
+  // another thread may close the manager and free the array; the key lives
+  // as long as our handle. (Found by tests/debug/stress_test.cpp under TSan.)
+  NDScope::on_created(key->slot, key->generation);
   return handle;
 }
 
