@@ -191,6 +191,8 @@ struct Diff {
 
   std::int64_t array_growth() const noexcept { return std::int64_t(after.arrays) - std::int64_t(before.arrays); }
   std::int64_t byte_growth() const noexcept { return std::int64_t(after.bytes) - std::int64_t(before.bytes); }
+  // The same diff with only the groups that grew (in arrays or bytes): a leak report.
+  Diff growing() const;
 
   // A header line, then one line per group in order, signed:
   //   diff: <+n> arrays, <+bytes> (<+exact> B); before <n> arrays, <bytes>; after <n> arrays, <bytes>

@@ -69,4 +69,11 @@ Diff diff(const Snapshot& before, const Snapshot& after) {
   return d;
 }
 
+Diff Diff::growing() const {
+  Diff d{before, after, {}};
+  for (const DiffGroup& g : groups)
+    if (g.array_growth() > 0 || g.byte_growth() > 0) d.groups.push_back(g);
+  return d;
+}
+
 }  // namespace ndgc::debug

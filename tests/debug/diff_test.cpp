@@ -94,6 +94,11 @@ TEST_CASE("diff of a snapshot with itself is empty; shrinking groups come last")
   CHECK(d.groups[1].array_growth() == -5);
   CHECK(d.groups[1].byte_growth() == -200);
   CHECK(d.groups[1].arrays_after == 0);
+  debug::Diff grew = d.growing();
+  REQUIRE(grew.groups.size() == 1);
+  CHECK(grew.groups[0] == d.groups[0]);
+  CHECK(grew.before == d.before);
+  CHECK(grew.after == d.after);
   std::vector<std::string> words = test::words_of_line(d.to_text(), "-200 B");
   REQUIRE(words.size() == 5);
   CHECK(words[0] == "-5");

@@ -55,9 +55,13 @@ TEST_CASE("snapshot -> JSON -> snapshot gives an equal snapshot, and equal diffs
   CHECK(j["version"] == 1);
   CHECK(j["totals"]["arrays"] == scene.after.arrays.size());
   CHECK(j["totals"]["bytes"] == scene.after.bytes());
-  const json& a0 = j["arrays"][0];
-  CHECK(a0["uuid"].get<std::string>() == scene.after.arrays[0].uuid.to_string());
-  CHECK(j["sites"][a0["site"].get<std::size_t>()]["line"] == scene.after.site_of(scene.after.arrays[0]).line);
+  CHECK(j["array_fields"] == json::array({"uuid", "manager", "site", "bytes", "handles"}));
+  const json& a0 = j["arrays"][0];  // a row in that order
+  CHECK(a0[0].get<std::string>() == scene.after.arrays[0].uuid.to_string());
+  CHECK(j["managers"][a0[1].get<std::size_t>()] == scene.after.manager_of(scene.after.arrays[0]));
+  CHECK(j["sites"][a0[2].get<std::size_t>()]["line"] == scene.after.site_of(scene.after.arrays[0]).line);
+  CHECK(a0[3] == scene.after.arrays[0].bytes);
+  CHECK(a0[4] == scene.after.arrays[0].handles);
 }
 
 TEST_CASE("diff, orphan report and dump round-trip through JSON") {
@@ -115,18 +119,22 @@ TEST_CASE("from_json of malformed input throws DataError naming the problem") {
                        doctest::Contains("debug::Diff::from_json: format: expected \"ndgc.diff\""), DataError);
   CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["version"] = 2; })),
                        doctest::Contains("version: version 2 is not one this ndgc reads (1)"), DataError);
-  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0].erase("uuid"); })),
-                       doctest::Contains("arrays[0]: missing field 'uuid'"), DataError);
-  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0]["uuid"] = "not-a-uuid"; })),
+  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0].erase(4); })),
+                       doctest::Contains("arrays[0]: expected a row of 5 values [uuid, manager, site, bytes, "
+                                         "handles], found ["),
+                       DataError);
+  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0] = json::object(); })),
+                       doctest::Contains("arrays[0]: expected an array, found object"), DataError);
+  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0][0] = "not-a-uuid"; })),
                        doctest::Contains("arrays[0].uuid: 'not-a-uuid' is not a UUID"), DataError);
-  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0]["bytes"] = -4; })),
+  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0][3] = -4; })),
                        doctest::Contains("arrays[0].bytes: expected a non-negative integer, found -4"), DataError);
-  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0]["handles"] = "1"; })),
+  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0][4] = "1"; })),
                        doctest::Contains("arrays[0].handles: expected a non-negative integer, found \"1\""),
                        DataError);
-  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0]["site"] = 100000; })),
+  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0][2] = 100000; })),
                        doctest::Contains("arrays[0].site: 100000 is out of range"), DataError);
-  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0]["handles"] = 1ull << 40; })),
+  CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["arrays"][0][4] = 1ull << 40; })),
                        doctest::Contains("arrays[0].handles: 1099511627776 is out of range"), DataError);
   CHECK_THROWS_WITH_AS(Snapshot::from_json(bad([](json& j) { j["sites"][0].erase("line"); })),
                        doctest::Contains("sites[0]: missing field 'line'"), DataError);

@@ -152,8 +152,17 @@ TEST_CASE("snapshot of 100k arrays is fast (figure printed)") {
   double diff_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE_FALSE(d.groups.empty());
   CHECK(d.groups[0].array_growth() == 1000);
-  std::printf("debug::snapshot() of %zu arrays: %.2f ms (best of 5); diff of two: %.2f ms\n", a.arrays.size(),
-              best_ms, diff_ms);
+  t0 = std::chrono::steady_clock::now();
+  std::string json = b.to_json();
+  auto t1 = std::chrono::steady_clock::now();
+  debug::Snapshot back = debug::Snapshot::from_json(json);
+  auto t2 = std::chrono::steady_clock::now();
+  CHECK(back == b);
+  std::printf(
+      "debug::snapshot() of %zu arrays: %.2f ms (best of 5); diff of two: %.2f ms; to_json: %.1f ms (%.1f MB), "
+      "from_json: %.1f ms\n",
+      a.arrays.size(), best_ms, diff_ms, std::chrono::duration<double, std::milli>(t1 - t0).count(),
+      double(json.size()) / 1e6, std::chrono::duration<double, std::milli>(t2 - t1).count());
   // The aim is well under 100 ms in an optimised build; the bound here is
   // loose so that sanitizer and debug builds pass too.
   CHECK(best_ms < 2000);

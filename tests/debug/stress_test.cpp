@@ -75,7 +75,7 @@ void worker(Shared& s, NDManager& base, int seed) {
           s.created.fetch_add(3, std::memory_order_relaxed);
           if (rng() % 2) kept.push_back(a);
           if (rng() % 3 == 0) kept.push_back(v);
-          while (kept.size() > 64) kept.pop_front();
+          while (kept.size() > 512) kept.pop_front();
           break;
         }
       }
