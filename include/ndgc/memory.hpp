@@ -28,6 +28,7 @@ struct Stats {
   std::uint64_t allocations = 0;      // number of allocations
   std::uint64_t frees = 0;            // number of frees
   std::uint64_t limit_bytes = 0;      // 0: unlimited
+  std::uint64_t cached_bytes = 0;     // freed blocks kept for reuse (not in use; host only)
 };
 
 Stats stats(Device device);

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <new>
 #include <source_location>
 #include <string>
 #include <string_view>
@@ -270,6 +271,18 @@ class NDArray {
   // (autograd::zero_gradients or gradient().fill_(0)). InvalidArgument unless
   // requires_gradient().
   NDArray gradient() const;
+
+  // ---- allocation -------------------------------------------------------------
+  // `new NDArray(x)` goes on the collector's heap while the trace detector is
+  // on (DESIGN.md §8), so a forgotten one is found; `delete` frees it from
+  // whichever heap it came from. Otherwise these are the global forms.
+  // Containers and `new NDArray[n]` always use the global heap.
+  static void* operator new(std::size_t size);
+  static void* operator new(std::size_t size, const std::nothrow_t&) noexcept;
+  static void* operator new(std::size_t, void* where) noexcept { return where; }
+  static void operator delete(void* p) noexcept;
+  static void operator delete(void* p, const std::nothrow_t&) noexcept { operator delete(p); }
+  static void operator delete(void*, void*) noexcept {}
 
   // Implementation access for the library's own layers (not for users).
   detail::KeyHeader* key() const noexcept { return key_; }

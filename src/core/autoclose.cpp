@@ -20,12 +20,26 @@ namespace ndgc::detail {
 
 std::atomic<bool> g_autoclose{false};
 std::atomic<bool> g_track_close{false};
+std::atomic<bool> g_tracing{false};
 
 namespace {
 
 std::atomic<const TraceHooks*> g_trace_hooks{nullptr};
 std::atomic<gc::Detector> g_detector{gc::Detector::refcount};
-std::atomic<bool> g_trace_requested{false};  // NDGC_AUTOCLOSE=trace before the detector registered
+std::atomic<bool> g_trace_requested{false};  // NDGC_AUTOCLOSE=trace, not yet applied
+
+// NDGC_AUTOCLOSE=trace needs both the option (read by Startup below) and the
+// hooks (registered by the trace library's own static initializer); static
+// initialization order between the two is unspecified, so whichever comes
+// second applies it.
+void apply_trace_request() noexcept {
+  const TraceHooks* hooks = g_trace_hooks.load(std::memory_order_acquire);
+  if (!hooks || !g_trace_requested.exchange(false)) return;
+  hooks->enable();
+  g_detector.store(gc::Detector::trace, std::memory_order_relaxed);
+  g_tracing.store(true, std::memory_order_relaxed);
+  g_autoclose.store(true, std::memory_order_relaxed);
+}
 
 // NDGC_AUTOCLOSE and NDGC_TRACK_CLOSE take effect at start-up. A malformed
 // value cannot throw from a static initializer; options() throws it again
@@ -36,7 +50,10 @@ struct Startup {
       const support::Options& o = support::options();
       g_track_close.store(o.track_close, std::memory_order_relaxed);
       if (o.autoclose == "on") g_autoclose.store(true, std::memory_order_relaxed);
-      if (o.autoclose == "trace") g_trace_requested.store(true, std::memory_order_relaxed);
+      if (o.autoclose == "trace") {
+        g_trace_requested.store(true, std::memory_order_relaxed);
+        apply_trace_request();
+      }
     } catch (const Error&) {
     }
   }
@@ -51,11 +68,7 @@ GcCounters& gc_counters() noexcept {
 
 void set_trace_hooks(const TraceHooks* hooks) noexcept {
   g_trace_hooks.store(hooks, std::memory_order_release);
-  if (hooks && g_trace_requested.exchange(false)) {
-    hooks->enable();
-    g_detector.store(gc::Detector::trace, std::memory_order_relaxed);
-    g_autoclose.store(true, std::memory_order_relaxed);
-  }
+  apply_trace_request();
 }
 
 const TraceHooks* trace_hooks() noexcept { return g_trace_hooks.load(std::memory_order_acquire); }
@@ -79,6 +92,7 @@ void enable(Detector detector) {
     if (const TraceHooks* hooks = trace_hooks()) hooks->disable();
   }
   g_detector.store(detector, std::memory_order_relaxed);
+  g_tracing.store(detector == Detector::trace, std::memory_order_relaxed);
   g_autoclose.store(true, std::memory_order_relaxed);
 }
 
@@ -86,6 +100,7 @@ void disable() {
   if (g_detector.load(std::memory_order_relaxed) == Detector::trace)
     if (const TraceHooks* hooks = trace_hooks()) hooks->disable();
   g_detector.store(Detector::refcount, std::memory_order_relaxed);
+  g_tracing.store(false, std::memory_order_relaxed);
   g_autoclose.store(false, std::memory_order_relaxed);
   enter();
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "ndgc/gc.hpp"
@@ -18,16 +19,26 @@ struct GcCounters {
 };
 GcCounters& gc_counters() noexcept;
 
-// Hooks of the trace detector (ndgc::trace), installed when it is linked.
+// Hooks of the trace detector (ndgc::trace, src/trace/), installed once by
+// its start-up code when a program links it, never removed. The core calls
+// them through this table so that programs without ndgc::trace carry no
+// Boehm GC at all (DESIGN.md §8).
 struct TraceHooks {
-  void (*enable)();              // start tracing keys
+  void (*enable)();                                // start tracing new keys and `new NDArray`
   void (*disable)();
-  void (*collect)();             // a full collection; finalizers queue leaked keys
-  void (*maybe_collect)();       // collect if the collect window has passed
-  void (*register_thread)();     // make this thread's stack visible to the collector
+  void (*collect)();                               // a full collection now; wakes the drain
+  void (*on_wake)() noexcept;                      // from the drain: see Note [Drain wake-ups]
+  void (*register_thread)() noexcept;              // make this thread's stack visible to the collector
+  void* (*new_handle)(std::size_t size) noexcept;  // `new NDArray` while tracing (null: out of memory)
+  void (*delete_handle)(void* p) noexcept;         // `delete` of any NDArray made with new
 };
 void set_trace_hooks(const TraceHooks* hooks) noexcept;
 const TraceHooks* trace_hooks() noexcept;
+
+// True while gc::enable(Detector::trace) is in force. One relaxed load: the
+// whole cost of the trace detector to code paths that test it while it is off.
+extern std::atomic<bool> g_tracing;
+inline bool tracing() noexcept { return g_tracing.load(std::memory_order_relaxed); }
 
 // Close-site tracking (NDGC_TRACK_CLOSE or debug::set_track_close).
 extern std::atomic<bool> g_track_close;

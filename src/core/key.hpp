@@ -20,12 +20,24 @@
 // increments only if not zero. So an orphan stays an orphan, and a drain or a
 // sweep may close it without racing a resurrection. See Note [Close protocol]
 // in registry.hpp for how closing itself stays safe against concurrent use.
+//
+// Note [Metadata in the key]
+// A handle method that only reads what never changes after publication
+// (shape, dtype, device, and what derives from them) reads it from the key,
+// which its own handle keeps alive, after one acquire load of the registry
+// state confirms the array is open. Pinning instead costs two locked
+// read-modify-writes (~10 ns here); the copy costs 72 bytes per key and is
+// also what ArrayClosed messages print for a closed array.
+// The trace detector queues a key whose handles it found unreachable with one
+// strong reference of its own (taken with try_retain), not a weak unit; see
+// Note [Leaked keys in the reclaim queue] in reclaim_queue.hpp.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <string>
 
+#include "ndgc/device.hpp"
 #include "ndgc/dtype.hpp"
 #include "ndgc/ndarray.hpp"
 #include "ndgc/shape.hpp"
@@ -35,11 +47,10 @@ namespace ndgc::detail {
 
 enum class CloseReason : std::uint8_t { explicit_close, manager, scope, autoclose, sweep, leaked_handle };
 
-// What a closed array was, for the handles that outlive it.
+// How a closed array was named and closed, for the handles that outlive it
+// (its shape and dtype stay in the key).
 struct Epitaph {
   std::string name;
-  Shape shape;
-  DataType dtype = DataType::float32;
   std::string manager;  // path of the manager it belonged to
   CloseReason reason = CloseReason::explicit_close;
   Site site;            // where close was called, when close tracking is on
@@ -50,12 +61,24 @@ struct Key : KeyHeader {
   std::atomic<std::uint32_t> weak{2};
   std::uint32_t slot = 0;
   std::uint32_t generation = 0;
-  std::atomic<std::uint8_t> flags{0};  // kKeyLeaked: the trace detector found its handles unreachable
+  std::atomic<std::uint8_t> flags{0};  // kKey* below
   Uuid uuid;
   std::atomic<std::uintptr_t> next{0};  // reclaim queue link, hidden (see hide())
   std::atomic<Epitaph*> epitaph{nullptr};
+  // The array's fixed metadata, copied here when it is published, so that
+  // shape(), dtype() and friends need no pin (Note [Metadata in the key]).
+  DataType dtype = DataType::float32;
+  Device device;
+  Shape shape;
 };
+// The trace detector found the key unreachable while handles still counted
+// on it (src/trace/key_heap.cpp); set once, by its finalizer.
 inline constexpr std::uint8_t kKeyLeaked = 1;
+// Allocated on the collector's heap with a finalizer (the trace key heap),
+// and the library has let go of it there. See Note [Keys under the collector]
+// in src/trace/key_heap.cpp.
+inline constexpr std::uint8_t kKeyTraced = 2;
+inline constexpr std::uint8_t kKeyFreed = 4;
 
 inline Key* key_of(const NDArray& a) noexcept { return static_cast<Key*>(a.key()); }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/autoclose.hpp"
 #include "core/registry.hpp"
 #include "core/reclaim_queue.hpp"
 #include "memory/allocator.hpp"
@@ -24,8 +25,14 @@ ManagerHold::~ManagerHold() {
 
 namespace {
 
-// Memory pressure: close what auto-close has queued, then let the allocator retry.
-void relieve_pressure(Device) { drain_now(); }
+// Memory pressure: close what auto-close has queued (under the trace
+// detector, collect first: leaked handles join the queue), then let the
+// allocator retry.
+void relieve_pressure(Device) {
+  if (tracing())
+    if (const TraceHooks* hooks = trace_hooks()) hooks->collect();
+  drain_now();
+}
 
 struct Holder {
   std::string path;
@@ -160,12 +167,16 @@ void ManagerImpl::list_remove(ArrayImpl* a) noexcept {
 Key* ManagerImpl::link_new(ArrayImpl* array, Join how, const char* op) {
   std::lock_guard lock(mu_);
   check_join(how, op);
-  Key* key = Registry::instance().insert(array);  // the last step that can throw
-  retain();
-  {
-    std::lock_guard meta(array->meta);
-    array->owner = this;
+  // Nothing else can see the array before insert() publishes it: no meta lock.
+  array->owner = this;
+  Key* key;
+  try {
+    key = Registry::instance().insert(array);  // the last step that can throw
+  } catch (...) {
+    array->owner = nullptr;
+    throw;
   }
+  retain();
   list_add(array, false);
   return key;
 }

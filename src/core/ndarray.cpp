@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/array_impl.hpp"
+#include "core/autoclose.hpp"
 #include "core/manager_impl.hpp"
 #include "core/reclaim_queue.hpp"
 #include "core/registry.hpp"
@@ -34,34 +35,36 @@ void NDArray::set_name(std::string name) {
   a->name = std::move(name);
 }
 
+// Fixed metadata comes from the key: no pin (Note [Metadata in the key]).
 Shape NDArray::shape() const {
   enter();
-  return Pinned(*this, "shape")->shape;
+  return detail::open_key(*this, "shape").shape;
 }
 
 DataType NDArray::dtype() const {
   enter();
-  return Pinned(*this, "dtype")->dtype;
+  return detail::open_key(*this, "dtype").dtype;
 }
 
 Device NDArray::device() const {
   enter();
-  return Pinned(*this, "device")->device;
+  return detail::open_key(*this, "device").device;
 }
 
 std::int64_t NDArray::size() const {
   enter();
-  return Pinned(*this, "size")->size();
+  return detail::open_key(*this, "size").shape.size();
 }
 
 int NDArray::rank() const {
   enter();
-  return Pinned(*this, "rank")->shape.rank();
+  return detail::open_key(*this, "rank").shape.rank();
 }
 
 std::size_t NDArray::nbytes() const {
   enter();
-  return Pinned(*this, "nbytes")->nbytes();
+  const detail::Key& k = detail::open_key(*this, "nbytes");
+  return std::size_t(k.shape.size()) * size_of(k.dtype);
 }
 
 Shape NDArray::strides() const {
@@ -93,7 +96,7 @@ bool NDArray::is_closed() const noexcept {
   if (!key_) return true;
   enter();
   const detail::Key* k = detail::key_of(*this);
-  return !detail::Registry::instance().is_open(k->slot, k->generation);
+  return !detail::Registry::instance().is_open_valid(k->slot, k->generation);
 }
 
 void NDArray::close(Site site) {
@@ -114,6 +117,29 @@ ManagerRef NDArray::manager() const {
 void NDArray::attach(const ManagerRef& manager) { ManagerRef(manager).attach(*this); }
 
 void NDArray::temp_attach(const ManagerRef& manager) { ManagerRef(manager).temp_attach(*this); }
+
+// See the declarations in ndarray.hpp: one relaxed load decides, so the
+// detector costs nothing here while it is off.
+void* NDArray::operator new(std::size_t size) {
+  if (detail::tracing()) {
+    if (void* p = detail::trace_hooks()->new_handle(size)) return p;
+    throw std::bad_alloc();
+  }
+  return ::operator new(size);
+}
+
+void* NDArray::operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  if (detail::tracing()) return detail::trace_hooks()->new_handle(size);
+  return ::operator new(size, std::nothrow);
+}
+
+void NDArray::operator delete(void* p) noexcept {
+  if (!p) return;
+  // Once the trace library registered, an object may come from either heap:
+  // it tells them apart (the detector may have been switched off since).
+  if (const detail::TraceHooks* hooks = detail::trace_hooks()) hooks->delete_handle(p);
+  else ::operator delete(p);
+}
 
 void NDArray::detach() {
   enter();

@@ -15,22 +15,34 @@ namespace {
 
 std::atomic<bool> g_draining{false};
 
+// The wake-up sentinel (Note [Drain wake-ups]): never closed, never freed.
+constinit Key g_wake_key;
+std::atomic<bool> g_wake_queued{false};
+
 // Closes the arrays of every key in one taken list; returns the count closed.
 std::uint64_t close_list(Key* key) noexcept {
   Registry& reg = Registry::instance();
   std::uint64_t closed = 0, bytes = 0;
   while (key) {
     Key* next = reveal<Key>(key->next.load(std::memory_order_relaxed));
-    // An array some handle reaches again is impossible (Note [Handle counts]);
-    // a leaked-handle key is closed although its count is not zero.
-    bool leaked = key->flags.load(std::memory_order_relaxed) & kKeyLeaked;
-    if (leaked || key->strong.load(std::memory_order_acquire) == 0) {
-      CloseReason why = leaked ? CloseReason::leaked_handle : CloseReason::autoclose;
-      CloseResult r = reg.request_close(key->slot, key->generation, why, nullptr, nullptr);
-      if (r.initiated) ++closed;
-      bytes += r.bytes_freed;
+    if (key == &g_wake_key) {
+      // Cleared first, so a wake-up asked for while on_wake runs queues it again.
+      g_wake_queued.store(false, std::memory_order_release);
+      if (const TraceHooks* hooks = trace_hooks()) hooks->on_wake();
+      key = next;
+      continue;
     }
-    release_weak(key);  // the queue's unit
+    // See Note [Leaked keys in the reclaim queue].
+    bool leaked = key->strong.load(std::memory_order_acquire) != 0;
+    CloseReason why = leaked ? CloseReason::leaked_handle : CloseReason::autoclose;
+    CloseResult r = reg.request_close(key->slot, key->generation, why, nullptr, nullptr);
+    if (r.initiated) ++closed;
+    bytes += r.bytes_freed;
+    if (!leaked) {
+      release_weak(key);  // the queue's unit
+    } else if (key->strong.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      release_weak(key);  // the queue's reference was the last: the strong unit
+    }
     key = next;
   }
   GcCounters& c = gc_counters();
@@ -56,6 +68,15 @@ void reclaim_queue_push(Key* key) noexcept {
   do {
     key->next.store(head, std::memory_order_relaxed);
   } while (!g_reclaim_head.compare_exchange_weak(head, hide(key), std::memory_order_release,
+                                                 std::memory_order_relaxed));
+}
+
+void reclaim_queue_wake() noexcept {
+  if (g_wake_queued.exchange(true, std::memory_order_acq_rel)) return;  // already queued
+  std::uintptr_t head = g_reclaim_head.load(std::memory_order_relaxed);
+  do {
+    g_wake_key.next.store(head, std::memory_order_relaxed);
+  } while (!g_reclaim_head.compare_exchange_weak(head, hide(&g_wake_key), std::memory_order_release,
                                                  std::memory_order_relaxed));
 }
 

@@ -13,11 +13,9 @@
 
 namespace ndgc::detail {
 
-Registry& Registry::instance() noexcept {
-  // Never destroyed: handles in static objects may outlive any destruction order.
-  static Registry* registry = new Registry();
-  return *registry;
-}
+// Constant-initialized and trivially destructible: usable from any static
+// initializer and still there for handles destroyed at exit.
+constinit Registry g_registry;
 
 std::uint32_t Registry::acquire_slot() {
   // A Treiber stack of free slots; the tag in the high half defeats ABA.
@@ -72,6 +70,9 @@ Key* Registry::insert(ArrayImpl* impl) {
   impl->slot = slot;
   impl->generation = key->generation;
   impl->uuid = key->uuid;
+  key->dtype = impl->dtype;
+  key->device = impl->device;
+  key->shape = impl->shape;
   e.impl.store(impl, std::memory_order_relaxed);
   e.key.store(hide(key), std::memory_order_relaxed);
   e.state.store(state | kOccupied, std::memory_order_release);
@@ -79,35 +80,11 @@ Key* Registry::insert(ArrayImpl* impl) {
   return key;
 }
 
-bool Registry::try_pin(std::uint32_t slot, std::uint32_t generation) noexcept {
-  if (slot >= slot_count()) return false;
-  Entry& e = entry(slot);
-  std::uint64_t s = e.state.load(std::memory_order_acquire);
-  for (;;) {
-    if (generation_of(s) != generation || (s & kClosing) || !(s & kOccupied)) return false;
-    if (e.state.compare_exchange_weak(s, s + 1, std::memory_order_acquire, std::memory_order_acquire))
-      return true;
-  }
-}
-
-void Registry::unpin(std::uint32_t slot) noexcept {
-  std::uint64_t prev = entry(slot).state.fetch_sub(1, std::memory_order_acq_rel);
-  if ((prev & kClosing) && (prev & kPinMask) == 1) finalize(slot, nullptr);
-}
-
-bool Registry::is_open(std::uint32_t slot, std::uint32_t generation) const noexcept {
-  if (slot >= slot_count()) return false;
-  std::uint64_t s = const_entry(slot).state.load(std::memory_order_acquire);
-  return generation_of(s) == generation && (s & kOccupied) && !(s & kClosing);
-}
-
 namespace {
 
 Epitaph* make_epitaph(const ArrayImpl& a, CloseReason reason, const Site* site) {
   auto* ep = new Epitaph();
   ep->name = a.get_name();
-  ep->shape = a.shape;
-  ep->dtype = a.dtype;
   ManagerHold owner(a.acquire_owner());
   ep->manager = owner.get() ? owner->path() : std::string();
   ep->reason = reason;
@@ -165,15 +142,6 @@ std::uint64_t Registry::finalize(std::uint32_t slot, ManagerImpl* locked) noexce
 
 // ---- Pinned ------------------------------------------------------------------
 
-Pinned::Pinned(const NDArray& array, const char* op) {
-  Key* key = key_of(array);
-  if (!key) throw_empty(op);
-  Registry& reg = Registry::instance();
-  if (!reg.try_pin(key->slot, key->generation)) throw_closed(key, op);
-  slot_ = key->slot;
-  impl_ = reg.entry(slot_).impl.load(std::memory_order_acquire);
-}
-
 void throw_empty(const char* op) {
   throw InvalidArgument(fmt::format(
       "{}: the NDArray handle is empty (default-constructed or moved-from); assign an array to it first", op));
@@ -200,11 +168,12 @@ const char* reason_text(CloseReason r) {
 void throw_closed(const Key* key, const char* op) {
   const Epitaph* ep = key->epitaph.load(std::memory_order_acquire);
   if (!ep) {
-    throw ArrayClosed(fmt::format("{}: array {} is closed", op, key->uuid.to_string()));
+    throw ArrayClosed(fmt::format("{}: array {} ({}, {}) is closed", op, key->uuid.to_string(),
+                                  key->shape.to_string(), to_string(key->dtype)));
   }
-  std::string who = fmt::format("{}{} ({}, {}, {}{})", ep->name.empty() ? "" : "'" + ep->name + "' ",
-                                key->uuid.to_string(), ep->shape.to_string(), to_string(ep->dtype),
-                                ep->manager.empty() ? "no manager" : "manager " + ep->manager, "");
+  std::string who = fmt::format("{}{} ({}, {}, {})", ep->name.empty() ? "" : "'" + ep->name + "' ",
+                                key->uuid.to_string(), key->shape.to_string(), to_string(key->dtype),
+                                ep->manager.empty() ? "no manager" : "manager " + ep->manager);
   std::string where = ep->has_site ? fmt::format(" at {}:{}", ep->site.file_name(), ep->site.line())
                                    : std::string(" (set NDGC_TRACK_CLOSE=1 to learn where)");
   throw ArrayClosed(fmt::format(

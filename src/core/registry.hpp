@@ -54,7 +54,10 @@ class Registry {
   static constexpr std::uint64_t kClosing = 1ull << 31;
   static std::uint32_t generation_of(std::uint64_t state) noexcept { return std::uint32_t(state >> 32); }
 
+  // The one registry: a constant-initialized global (no guard on access,
+  // nothing to destroy at exit; its chunks are never freed).
   static Registry& instance() noexcept;
+  constexpr Registry() = default;
 
   // Publishes `impl` (fully built) and returns its new key (strong = 1);
   // fills impl->slot, generation and uuid.
@@ -66,11 +69,33 @@ class Registry {
   // Slots handed out so far; every slot below is a valid entry() index.
   std::uint32_t slot_count() const noexcept { return slot_count_.load(std::memory_order_acquire); }
 
-  bool try_pin(std::uint32_t slot, std::uint32_t generation) noexcept;
+  // Any (slot, generation), e.g. from a scan: checks the slot is in range.
+  bool try_pin(std::uint32_t slot, std::uint32_t generation) noexcept {
+    return slot < slot_count() && try_pin_valid(slot, generation);
+  }
+  // A (slot, generation) taken from a key: the slot is known to be valid.
+  bool try_pin_valid(std::uint32_t slot, std::uint32_t generation) noexcept {
+    Entry& e = entry(slot);
+    std::uint64_t s = e.state.load(std::memory_order_acquire);
+    for (;;) {
+      if (generation_of(s) != generation || (s & kClosing) || !(s & kOccupied)) return false;
+      if (e.state.compare_exchange_weak(s, s + 1, std::memory_order_acquire, std::memory_order_acquire))
+        return true;
+    }
+  }
   // The last unpin of a closing array finalizes it.
-  void unpin(std::uint32_t slot) noexcept;
+  void unpin(std::uint32_t slot) noexcept {
+    std::uint64_t prev = entry(slot).state.fetch_sub(1, std::memory_order_acq_rel);
+    if ((prev & kClosing) && (prev & kPinMask) == 1) finalize(slot, nullptr);
+  }
   // True when the array of (slot, generation) is open and not closing.
-  bool is_open(std::uint32_t slot, std::uint32_t generation) const noexcept;
+  bool is_open(std::uint32_t slot, std::uint32_t generation) const noexcept {
+    return slot < slot_count() && is_open_valid(slot, generation);
+  }
+  bool is_open_valid(std::uint32_t slot, std::uint32_t generation) const noexcept {
+    std::uint64_t s = const_entry(slot).state.load(std::memory_order_acquire);
+    return generation_of(s) == generation && (s & kOccupied) && !(s & kClosing);
+  }
 
   // Closes the array of (slot, generation) if it is open; see Note [Close
   // protocol]. `site`: where the close was asked for (close tracking).
@@ -85,7 +110,6 @@ class Registry {
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
   static constexpr std::uint32_t kMaxChunks = 1u << 16;
 
-  Registry() = default;
   std::uint32_t acquire_slot();
   void release_slot(std::uint32_t slot) noexcept;
   std::uint64_t finalize(std::uint32_t slot, ManagerImpl* locked) noexcept;
@@ -123,5 +147,25 @@ class Pinned {
 
 [[noreturn]] void throw_closed(const Key* key, const char* op);
 [[noreturn]] void throw_empty(const char* op);
+
+extern constinit Registry g_registry;
+inline Registry& Registry::instance() noexcept { return g_registry; }
+
+inline Pinned::Pinned(const NDArray& array, const char* op) {
+  Key* key = key_of(array);
+  if (!key) throw_empty(op);
+  if (!g_registry.try_pin_valid(key->slot, key->generation)) throw_closed(key, op);
+  slot_ = key->slot;
+  impl_ = g_registry.entry(slot_).impl.load(std::memory_order_acquire);
+}
+
+// The key of an open array, for the metadata it carries (Note [Metadata in
+// the key] in key.hpp): ArrayClosed or InvalidArgument as Pinned would.
+inline const Key& open_key(const NDArray& array, const char* op) {
+  const Key* key = key_of(array);
+  if (!key) throw_empty(op);
+  if (!g_registry.is_open_valid(key->slot, key->generation)) throw_closed(key, op);
+  return *key;
+}
 
 }  // namespace ndgc::detail

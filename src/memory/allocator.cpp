@@ -6,6 +6,8 @@
 // cannot both slip under the limit with the last free megabyte.
 #include "memory/allocator.hpp"
 
+#include "memory/block_cache.hpp"
+
 #include <array>
 
 #include <fmt/format.h>
@@ -113,6 +115,7 @@ Stats DeviceAllocator::stats() const noexcept {
   s.allocations = allocations_.load(std::memory_order_relaxed);
   s.frees = frees_.load(std::memory_order_relaxed);
   s.limit_bytes = limit_.load(std::memory_order_relaxed);
+  if (device_.is_cpu()) s.cached_bytes = cached_bytes();
   return s;
 }
 

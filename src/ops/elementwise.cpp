@@ -36,9 +36,11 @@ NDArray binary(Binary op, const NDArray& x, const NDArray& y, Site site) {
   const char* name = name_of(op);
   Pinned a(x, name), b(y, name);
   check_binary(name, op, *a, *b);
-  Shape shape = broadcast_shapes(name, *a, *b);
+  const bool same = a->shape == b->shape;  // the common case needs no broadcasting
+  Shape shape = same ? a->shape : broadcast_shapes(name, *a, *b);
   auto out = new_output(shape, is_comparison(op) ? DataType::boolean : a->dtype, a->device, site, name);
-  engine(a->device).binary(op, broadcast_view(*a, shape), broadcast_view(*b, shape), view_of(*out));
+  engine(a->device).binary(op, same ? view_of(*a) : broadcast_view(*a, shape),
+                           same ? view_of(*b) : broadcast_view(*b, shape), view_of(*out));
   NDArray result = publish_like(std::move(out), *a, name);
   if (!is_comparison(op)) record({.kind = OpKind::binary, .binary = op}, {x, y}, result);
   return result;

@@ -48,8 +48,8 @@ struct OpRecord {
   bool keepdims = false;
   std::uint32_t axes = 0;
   int axis = 0;
-  std::vector<int> perm;
-  NDIndex index;
+  std::vector<int> perm{};
+  NDIndex index{};
   DataType dtype = DataType::float32;
 };
 

@@ -1,0 +1,101 @@
+// The per-thread host block cache. See Note [Host block cache] in block_cache.hpp.
+//
+// The cache itself is a trivially destructible thread_local (usable even
+// while the thread's other thread_locals are being destroyed); a separate
+// thread_local object flushes it when the thread ends and marks it dead, so a
+// block freed after that, by a late destructor, goes straight to free().
+#include "memory/block_cache.hpp"
+
+#include <atomic>
+#include <bit>
+#include <cstdlib>
+
+namespace ndgc::memory {
+namespace {
+
+constexpr int kMinShift = 10;  // classes start above 1 KiB
+constexpr int kMaxShift = 22;  // and end at 4 MiB
+constexpr int kClasses = (kMaxShift - kMinShift) * 4;
+constexpr int kDepth = 4;
+
+std::size_t class_size(int c) noexcept {
+  std::size_t base = std::size_t(1) << (kMinShift + c / 4);
+  return base + (base / 4) * std::size_t(c % 4 + 1);
+}
+
+// The smallest class whose size is at least `bytes`, or kUncached.
+std::uint8_t class_of(std::size_t bytes) noexcept {
+  if (bytes <= (std::size_t(1) << kMinShift) || bytes > (std::size_t(1) << kMaxShift)) return kUncached;
+  int e = 63 - std::countl_zero(std::uint64_t(bytes - 1));  // 2^e < bytes <= 2^(e+1)
+  std::size_t base = std::size_t(1) << e, quarter = base / 4;
+  int q = int((bytes - base + quarter - 1) / quarter);  // 1..4
+  return std::uint8_t((e - kMinShift) * 4 + q - 1);
+}
+
+struct ThreadCache {
+  void* blocks[kClasses][kDepth];
+  std::uint8_t count[kClasses];
+  std::size_t bytes;
+  bool dead;
+};
+thread_local ThreadCache t_cache;  // zero-initialised
+std::atomic<std::uint64_t> g_cached{0};
+
+struct Flusher {
+  bool armed = false;
+  ~Flusher() {
+    flush_thread_cache();
+    t_cache.dead = true;
+  }
+};
+thread_local Flusher t_flusher;
+
+}  // namespace
+
+void* cache_allocate(std::size_t bytes, std::uint8_t& size_class) noexcept {
+  size_class = class_of(bytes);
+  if (size_class == kUncached) return std::malloc(bytes);
+  ThreadCache& c = t_cache;
+  if (c.count[size_class] > 0) {
+    std::size_t size = class_size(size_class);
+    c.bytes -= size;
+    g_cached.fetch_sub(size, std::memory_order_relaxed);
+    return c.blocks[size_class][--c.count[size_class]];
+  }
+  void* block = std::malloc(class_size(size_class));
+  if (!block && c.bytes > 0) {  // memory is tight: give back what we hold and try again
+    flush_thread_cache();
+    block = std::malloc(class_size(size_class));
+  }
+  return block;
+}
+
+void cache_free(void* block, std::uint8_t size_class) noexcept {
+  ThreadCache& c = t_cache;
+  if (size_class == kUncached || c.dead || c.count[size_class] == kDepth) {
+    std::free(block);
+    return;
+  }
+  std::size_t size = class_size(size_class);
+  if (c.bytes + size > kThreadCacheBytes) {
+    std::free(block);
+    return;
+  }
+  t_flusher.armed = true;  // constructs the flusher on this thread's first cached block
+  c.blocks[size_class][c.count[size_class]++] = block;
+  c.bytes += size;
+  g_cached.fetch_add(size, std::memory_order_relaxed);
+}
+
+std::uint64_t cached_bytes() noexcept { return g_cached.load(std::memory_order_relaxed); }
+
+void flush_thread_cache() noexcept {
+  ThreadCache& c = t_cache;
+  for (int k = 0; k < kClasses; ++k) {
+    while (c.count[k] > 0) std::free(c.blocks[k][--c.count[k]]);
+  }
+  g_cached.fetch_sub(c.bytes, std::memory_order_relaxed);
+  c.bytes = 0;
+}
+
+}  // namespace ndgc::memory
