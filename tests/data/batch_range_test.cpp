@@ -262,13 +262,13 @@ TEST_CASE("BatchRange: one epoch of batches of 32 over 60000 x 784 float32") {
   for (bool shuffle : {false, true})
     for (int depth : {0, 2}) {
       ds.set_shuffle(shuffle, 1).set_prefetch(depth);
-      auto start = std::chrono::steady_clock::now();
+      Stopwatch clock;
       std::int64_t rows = 0;
       for (data::Batch& b : ds.batches(m, 0)) rows += b.size;
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      const double ms = clock.wall_ms();
       CHECK(rows == 60000);
       MESSAGE("epoch of 1875 batches of 32 x 784, shuffle " << shuffle << ", prefetch " << depth << ": " << ms
-                                                             << " ms");
+                                                             << " ms wall, " << clock.cpu_ms() << " ms CPU");
       CHECK(ms < 5000);  // generous: sanitizer builds are slow; the figure above is what matters
     }
 }

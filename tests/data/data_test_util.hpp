@@ -5,6 +5,8 @@
 #include <zlib.h>
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -88,6 +90,22 @@ inline Bytes read_all(const fs::path& path) {
 }
 
 inline std::uint64_t host_bytes() { return memory::stats(Device::cpu()).current_bytes; }
+
+// Wall-clock and process CPU time (all threads), for the timings the tests
+// print: on a shared machine the CPU figure is the one that means something.
+struct Stopwatch {
+  static double cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+  }
+  std::chrono::steady_clock::time_point wall0 = std::chrono::steady_clock::now();
+  double cpu0 = cpu_seconds();
+  double wall_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count();
+  }
+  double cpu_ms() const { return (cpu_seconds() - cpu0) * 1e3; }
+};
 
 // Sets the auto-close switch for one test and restores it.
 class AutoCloseSwitch {
