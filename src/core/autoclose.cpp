@@ -61,10 +61,10 @@ struct Startup {
 
 }  // namespace
 
-GcCounters& gc_counters() noexcept {
-  static GcCounters counters;
-  return counters;
+namespace {
+constinit GcCounters g_gc_counters;
 }
+GcCounters& gc_counters() noexcept { return g_gc_counters; }
 
 void set_trace_hooks(const TraceHooks* hooks) noexcept {
   g_trace_hooks.store(hooks, std::memory_order_release);
@@ -128,20 +128,20 @@ std::uint64_t sweep() {
     bytes += r.bytes_freed;
   }
   GcCounters& c = gc_counters();
-  c.swept.fetch_add(swept, std::memory_order_relaxed);
-  c.reclaimed.fetch_add(swept, std::memory_order_relaxed);
-  c.reclaimed_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  c.add(kSwept, swept);
+  c.add(kReclaimed, swept);
+  c.add(kReclaimedBytes, bytes);
   return closed + swept;
 }
 
 Stats stats() noexcept {
   GcCounters& c = gc_counters();
   Stats s;
-  s.queued = c.queued.load(std::memory_order_relaxed);
-  s.reclaimed = c.reclaimed.load(std::memory_order_relaxed);
-  s.reclaimed_bytes = c.reclaimed_bytes.load(std::memory_order_relaxed);
-  s.drains = c.drains.load(std::memory_order_relaxed);
-  s.swept = c.swept.load(std::memory_order_relaxed);
+  s.queued = c.hot.sum(kQueued);
+  s.reclaimed = c.hot.sum(kReclaimed);
+  s.reclaimed_bytes = c.hot.sum(kReclaimedBytes);
+  s.drains = c.hot.sum(kDrains);
+  s.swept = c.hot.sum(kSwept);
   s.leaked_handles = c.leaked_handles.load(std::memory_order_relaxed);
   return s;
 }

@@ -7,15 +7,20 @@
 #include <cstdint>
 
 #include "ndgc/gc.hpp"
+#include "support/sharded_counters.hpp"
 
 namespace ndgc::detail {
 
 extern std::atomic<bool> g_autoclose;
 inline bool autoclose_on() noexcept { return g_autoclose.load(std::memory_order_relaxed); }
 
+// gc::stats() counters. The ones bumped on every reclaim are sharded per
+// thread (Note [Sharded counters]); leaked_handles is rare and stays shared.
+enum GcCounter : std::size_t { kQueued, kReclaimed, kReclaimedBytes, kDrains, kSwept, kGcCounterCount };
 struct GcCounters {
-  std::atomic<std::uint64_t> queued{0}, reclaimed{0}, reclaimed_bytes{0}, drains{0}, swept{0},
-      leaked_handles{0};
+  support::ShardedCounters<kGcCounterCount, GcCounters> hot;
+  std::atomic<std::uint64_t> leaked_handles{0};
+  void add(GcCounter counter, std::uint64_t delta) noexcept { hot.add(counter, delta); }
 };
 GcCounters& gc_counters() noexcept;
 

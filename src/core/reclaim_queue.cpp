@@ -35,7 +35,8 @@ std::uint64_t close_list(Key* key) noexcept {
     // See Note [Leaked keys in the reclaim queue].
     bool leaked = key->strong.load(std::memory_order_acquire) != 0;
     CloseReason why = leaked ? CloseReason::leaked_handle : CloseReason::autoclose;
-    CloseResult r = reg.request_close(key->slot, key->generation, why, nullptr, nullptr);
+    CloseResult r = leaked ? reg.request_close(key->slot, key->generation, why, nullptr, nullptr)
+                           : reg.close_orphan(key->slot, key->generation);
     if (r.initiated) ++closed;
     bytes += r.bytes_freed;
     if (!leaked) {
@@ -46,8 +47,8 @@ std::uint64_t close_list(Key* key) noexcept {
     key = next;
   }
   GcCounters& c = gc_counters();
-  c.reclaimed.fetch_add(closed, std::memory_order_relaxed);
-  c.reclaimed_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  c.add(kReclaimed, closed);
+  c.add(kReclaimedBytes, bytes);
   return closed;
 }
 
@@ -55,7 +56,7 @@ std::uint64_t drain_held() noexcept {
   std::uint64_t closed = 0;
   while (std::uintptr_t head = g_reclaim_head.exchange(0, std::memory_order_acquire)) {
     closed += close_list(reveal<Key>(head));
-    gc_counters().drains.fetch_add(1, std::memory_order_relaxed);
+    gc_counters().add(kDrains, 1);
   }
   return closed;
 }
@@ -63,7 +64,7 @@ std::uint64_t drain_held() noexcept {
 }  // namespace
 
 void reclaim_queue_push(Key* key) noexcept {
-  gc_counters().queued.fetch_add(1, std::memory_order_relaxed);
+  gc_counters().add(kQueued, 1);
   std::uintptr_t head = g_reclaim_head.load(std::memory_order_relaxed);
   do {
     key->next.store(head, std::memory_order_relaxed);

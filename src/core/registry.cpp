@@ -121,6 +121,16 @@ CloseResult Registry::request_close(std::uint32_t slot, std::uint32_t generation
   return result;
 }
 
+CloseResult Registry::close_orphan(std::uint32_t slot, std::uint32_t generation) noexcept {
+  Entry& e = entry(slot);
+  std::uint64_t s = e.state.load(std::memory_order_acquire);
+  if (generation_of(s) != generation || (s & kClosing) || !(s & kOccupied)) return {};
+  // No epitaph: no handle is left to read one (Note [Handle counts]).
+  if ((s & kPinMask) == 0 && e.state.compare_exchange_strong(s, s | kClosing, std::memory_order_acq_rel))
+    return {true, finalize(slot, nullptr)};
+  return request_close(slot, generation, CloseReason::autoclose, nullptr, nullptr);
+}
+
 std::uint64_t Registry::finalize(std::uint32_t slot, ManagerImpl* locked) noexcept {
   // Exclusive: `closing` is set and no pins remain, so no other thread reads
   // the entry's array or changes the state word until the store below.

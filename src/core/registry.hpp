@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "core/autoclose.hpp"
 #include "core/key.hpp"
 
 namespace ndgc::detail {
@@ -103,6 +104,11 @@ class Registry {
   CloseResult request_close(std::uint32_t slot, std::uint32_t generation, CloseReason reason,
                             const Site* site, ManagerImpl* locked) noexcept;
 
+  // Closes an array no handle reaches (the drain's common case): one CAS
+  // from "open, unpinned" to "closing", then finalize. Falls back to
+  // request_close when someone holds a pin (a scan), so the protocol is the same.
+  CloseResult close_orphan(std::uint32_t slot, std::uint32_t generation) noexcept;
+
   std::uint64_t open_arrays() const noexcept { return open_.load(std::memory_order_relaxed); }
 
  private:
@@ -151,9 +157,18 @@ class Pinned {
 extern constinit Registry g_registry;
 inline Registry& Registry::instance() noexcept { return g_registry; }
 
+// A thread that uses handles must have its stack scanned by the trace
+// detector (DESIGN.md §8): it registers on its first use. One relaxed load
+// while the detector is off.
+inline void note_thread_for_trace() noexcept {
+  if (tracing()) [[unlikely]]
+    trace_hooks()->register_thread();
+}
+
 inline Pinned::Pinned(const NDArray& array, const char* op) {
   Key* key = key_of(array);
   if (!key) throw_empty(op);
+  note_thread_for_trace();
   if (!g_registry.try_pin_valid(key->slot, key->generation)) throw_closed(key, op);
   slot_ = key->slot;
   impl_ = g_registry.entry(slot_).impl.load(std::memory_order_acquire);
@@ -164,6 +179,7 @@ inline Pinned::Pinned(const NDArray& array, const char* op) {
 inline const Key& open_key(const NDArray& array, const char* op) {
   const Key* key = key_of(array);
   if (!key) throw_empty(op);
+  note_thread_for_trace();
   if (!g_registry.is_open_valid(key->slot, key->generation)) throw_closed(key, op);
   return *key;
 }

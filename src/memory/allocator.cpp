@@ -13,9 +13,15 @@
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
+#include "support/sharded_counters.hpp"
 
 namespace ndgc::memory {
 namespace {
+
+// Running totals per device: four counters for each of cpu, gpu(0), gpu(1), ...
+enum Total { kAllocatedBytes, kFreedBytes, kAllocations, kFrees, kTotals };
+struct TotalsTag;
+constinit support::ShardedCounters<kTotals * (1 + kMaxGpus), TotalsTag> g_totals;
 
 std::atomic<PressureHandler> g_pressure{nullptr};
 std::atomic<OomReporter> g_reporter{nullptr};
@@ -59,8 +65,8 @@ void* DeviceAllocator::allocate(std::size_t bytes) {
     bool physical = !injected && over_extra_limit(bytes);
     if (!injected && !physical && try_reserve(bytes)) {
       if (void* p = raw_allocate(bytes)) {
-        allocated_.fetch_add(bytes, std::memory_order_relaxed);
-        allocations_.fetch_add(1, std::memory_order_relaxed);
+        g_totals.add(counter(kAllocatedBytes), bytes);
+        g_totals.add(counter(kAllocations), 1);
         return p;
       }
       unreserve(bytes);
@@ -79,8 +85,8 @@ void DeviceAllocator::deallocate(void* ptr, std::size_t bytes) noexcept {
   if (!ptr) return;
   raw_deallocate(ptr, bytes);
   current_.fetch_sub(bytes, std::memory_order_relaxed);
-  freed_.fetch_add(bytes, std::memory_order_relaxed);
-  frees_.fetch_add(1, std::memory_order_relaxed);
+  g_totals.add(counter(kFreedBytes), bytes);
+  g_totals.add(counter(kFrees), 1);
 }
 
 void DeviceAllocator::throw_oom(std::size_t bytes, bool physical) {
@@ -110,13 +116,17 @@ Stats DeviceAllocator::stats() const noexcept {
   Stats s;
   s.current_bytes = current_.load(std::memory_order_relaxed);
   s.peak_bytes = peak_.load(std::memory_order_relaxed);
-  s.allocated_bytes = allocated_.load(std::memory_order_relaxed);
-  s.freed_bytes = freed_.load(std::memory_order_relaxed);
-  s.allocations = allocations_.load(std::memory_order_relaxed);
-  s.frees = frees_.load(std::memory_order_relaxed);
+  s.allocated_bytes = g_totals.sum(counter(kAllocatedBytes));
+  s.freed_bytes = g_totals.sum(counter(kFreedBytes));
+  s.allocations = g_totals.sum(counter(kAllocations));
+  s.frees = g_totals.sum(counter(kFrees));
   s.limit_bytes = limit_.load(std::memory_order_relaxed);
   if (device_.is_cpu()) s.cached_bytes = cached_bytes();
   return s;
+}
+
+std::size_t DeviceAllocator::counter(int which) const noexcept {
+  return std::size_t(device_.is_cpu() ? 0 : 1 + device_.index) * kTotals + std::size_t(which);
 }
 
 void DeviceAllocator::reset_peak() noexcept {

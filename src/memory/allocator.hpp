@@ -35,6 +35,7 @@ class DeviceAllocator {
   Device device() const noexcept { return device_; }
   Stats stats() const noexcept;
   void reset_peak() noexcept;
+  std::size_t counter(int which) const noexcept;
   void set_limit(std::uint64_t bytes) noexcept { limit_.store(bytes, std::memory_order_relaxed); }
   std::uint64_t limit() const noexcept { return limit_.load(std::memory_order_relaxed); }
 
@@ -51,8 +52,9 @@ class DeviceAllocator {
   [[noreturn]] void throw_oom(std::size_t bytes, bool physical);
 
   Device device_;
-  std::atomic<std::uint64_t> current_{0}, peak_{0}, allocated_{0}, freed_{0};
-  std::atomic<std::uint64_t> allocations_{0}, frees_{0}, limit_{0};
+  // current_ is exact (limits and the peak depend on it); the running
+  // totals are sharded per thread (Note [Sharded counters]).
+  std::atomic<std::uint64_t> current_{0}, peak_{0}, limit_{0};
 };
 
 // The allocator of `device`. CPU is built in; others are registered by their

@@ -10,6 +10,8 @@
 #include <bit>
 #include <cstdlib>
 
+#include "support/sharded_counters.hpp"
+
 namespace ndgc::memory {
 namespace {
 
@@ -39,7 +41,10 @@ struct ThreadCache {
   bool dead;
 };
 thread_local ThreadCache t_cache;  // zero-initialised
-std::atomic<std::uint64_t> g_cached{0};
+// Bytes put into and taken out of caches; their difference is what is cached.
+enum { kPutBytes, kTakenBytes };
+struct CachedTag;
+constinit support::ShardedCounters<2, CachedTag> g_cached;
 
 struct Flusher {
   bool armed = false;
@@ -59,7 +64,7 @@ void* cache_allocate(std::size_t bytes, std::uint8_t& size_class) noexcept {
   if (c.count[size_class] > 0) {
     std::size_t size = class_size(size_class);
     c.bytes -= size;
-    g_cached.fetch_sub(size, std::memory_order_relaxed);
+    g_cached.add(kTakenBytes, size);
     return c.blocks[size_class][--c.count[size_class]];
   }
   void* block = std::malloc(class_size(size_class));
@@ -84,17 +89,22 @@ void cache_free(void* block, std::uint8_t size_class) noexcept {
   t_flusher.armed = true;  // constructs the flusher on this thread's first cached block
   c.blocks[size_class][c.count[size_class]++] = block;
   c.bytes += size;
-  g_cached.fetch_add(size, std::memory_order_relaxed);
+  g_cached.add(kPutBytes, size);
 }
 
-std::uint64_t cached_bytes() noexcept { return g_cached.load(std::memory_order_relaxed); }
+std::uint64_t cached_bytes() noexcept {
+  // Taken is read second: a block put and taken between the two reads makes
+  // the difference momentarily negative, which reads as zero.
+  std::uint64_t put = g_cached.sum(kPutBytes), taken = g_cached.sum(kTakenBytes);
+  return put > taken ? put - taken : 0;
+}
 
 void flush_thread_cache() noexcept {
   ThreadCache& c = t_cache;
   for (int k = 0; k < kClasses; ++k) {
     while (c.count[k] > 0) std::free(c.blocks[k][--c.count[k]]);
   }
-  g_cached.fetch_sub(c.bytes, std::memory_order_relaxed);
+  g_cached.add(kTakenBytes, c.bytes);
   c.bytes = 0;
 }
 

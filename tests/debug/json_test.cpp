@@ -29,7 +29,7 @@ struct Scene {
     for (int i = 0; i < 5; ++i) {
       kept.push_back(model.ones({i + 1}, DataType::int32));
       NDArray dropped = model.zeros({2});
-      kept.push_back(model.ret(step.ones({1})));
+      kept.push_back(step.ret(step.ones({1})));  // into model
     }
     after = debug::snapshot();
   }

@@ -2,6 +2,7 @@
 // handle count and UUID; cheap enough to take once per epoch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -70,13 +71,18 @@ TEST_CASE("a snapshot interns paths and sites, and lists each array once") {
   for (int i = 0; i < 50; ++i) {
     keep.push_back(m.zeros({2})); line = __LINE__;
   }
-  // A per-step manager with one name, made and closed many times: one path.
+  // Three managers with one name: one path, holding all three arrays.
+  std::vector<NDManager> steps;
   for (int i = 0; i < 3; ++i) {
-    NDManager step = m.new_sub_manager("step");
-    keep.push_back(m.ret(step.ones({1})));
+    steps.push_back(m.new_sub_manager("step"));
+    keep.push_back(steps.back().ones({1}));
   }
   debug::Snapshot s = debug::snapshot();
   CHECK(count_at(s, "snapshot_test.cpp", line) == 50);
+  CHECK(std::count(s.managers.begin(), s.managers.end(), "system/snap-intern/step") == 1);
+  CHECK(std::count_if(s.arrays.begin(), s.arrays.end(), [&](const debug::ArrayRecord& a) {
+          return s.manager_of(a) == "system/snap-intern/step";
+        }) == 3);
   std::set<std::string> paths(s.managers.begin(), s.managers.end());
   CHECK(paths.size() == s.managers.size());
   std::set<std::pair<std::string, std::uint32_t>> sites;

@@ -4,7 +4,8 @@
 //
 // Uses the real data when Debian's dataset-fashion-mnist is installed and
 // skips with a message otherwise. Under AddressSanitizer (tens of times
-// slower) it trains one epoch on the first 300 batches and asks for 0.75.
+// slower) it trains one epoch on the first 300 batches and asks for 0.75
+// (and a mean training loss under 0.9: that epoch starts from scratch).
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -23,10 +24,10 @@ TEST_CASE("Fashion-MNIST: an MLP reaches 0.85 test accuracy in 3 epochs") {
   }
 #if defined(__SANITIZE_ADDRESS__)
   const std::int64_t epochs = 1, limit = 300;
-  const double target = 0.75;
+  const double target = 0.75, max_loss = 0.9;
 #else
   const std::int64_t epochs = 3, limit = 0;
-  const double target = 0.85;
+  const double target = 0.85, max_loss = 0.6;
 #endif
   set_random_seed(20240611);
   Model model("fashion-mlp", std::make_unique<nn::Mlp>(784, 10, std::vector<std::int64_t>{128, 64}));
@@ -52,7 +53,7 @@ TEST_CASE("Fashion-MNIST: an MLP reaches 0.85 test accuracy in 3 epochs") {
                      << trainer.history()[e].at("train_accuracy") << ", test accuracy "
                      << trainer.history()[e].at("validate_accuracy"));
   CHECK(last.at("validate_accuracy") >= target);
-  CHECK(last.at("train_loss") < 0.6);
+  CHECK(last.at("train_loss") < max_loss);
 }
 
 }  // namespace ndgc
