@@ -84,9 +84,9 @@ void Tape::backward(const NDArray& target) {
     slot = Scratch();
     for (std::size_t j = 0; j < inputs.size(); ++j) {
       if (!inputs[j]) continue;
-      const std::int32_t source = node.sources[j];
+      const std::int32_t source = node.source(j);
       if (source >= 0) accumulate(grads[std::size_t(source)], std::move(inputs[j]));
-      else if (source == kLeaf) accumulate_leaf(node.inputs[j], inputs[j]);
+      else if (source == kLeaf) accumulate_leaf(node.input(j), inputs[j]);
     }
     inputs.clear();
   }

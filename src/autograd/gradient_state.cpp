@@ -39,6 +39,21 @@ NDArray gradient_of(const NDArray& array) noexcept {
   return g;
 }
 
+bool requires_gradient(const NDArray& array) noexcept {
+  auto* key = ndgc::detail::key_of(array);
+  if (!key) return false;
+  auto& reg = ndgc::detail::Registry::instance();
+  if (!reg.try_pin(key->slot, key->generation)) return false;
+  const ArrayImpl& a = *reg.entry(key->slot).impl.load(std::memory_order_acquire);
+  bool result;
+  {
+    std::lock_guard lock(a.meta);
+    result = a.extension && dynamic_cast<GradientState*>(a.extension.get());
+  }
+  reg.unpin(key->slot);
+  return result;
+}
+
 namespace {
 
 // A zero-filled array like `a` (contiguous), published into a's manager.

@@ -31,5 +31,7 @@ struct GradientState final : ndgc::detail::ArrayExtension {
 NDArray gradient_of(const ndgc::detail::ArrayImpl& a);
 // The same for a handle; an empty handle too when the array is closed.
 NDArray gradient_of(const NDArray& array) noexcept;
+// Whether the array requires a gradient (false when it is closed); makes no handle.
+bool requires_gradient(const NDArray& array) noexcept;
 
 }  // namespace ndgc::autograd::detail

@@ -1,6 +1,8 @@
 // Gradient rules, one function per OpKind. See rules.hpp.
 #include "autograd/rules.hpp"
 
+#include "autograd/gradient_state.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -18,8 +20,21 @@ struct Rule {
   Scratch g;  // the output's gradient; a rule may take it over
   std::vector<Scratch>& out;
 
-  bool needs(std::size_t i) const { return node.sources[i] != kNoGradient; }
-  Pinned input(std::size_t i) const { return Pinned(node.inputs[i], "backward"); }
+  bool needs(std::size_t i) const { return node.source(i) != kNoGradient; }
+  // out += a × b straight into input i's gradient array, when input i is a
+  // leaf whose gradient has the product's 2-D shape and the engine can
+  // (saves a temporary and an addition pass per weight per step).
+  bool add_product_to_leaf(std::size_t i, const TensorView& a, const TensorView& b) const {
+    if (node.source(i) != kLeaf || a.rank != 2 || b.rank != 2) return false;
+    NDArray gradient = gradient_of(node.input(i));
+    if (!gradient.defined()) return false;
+    Pinned target(gradient, "backward");
+    if (target->shape.rank() != 2 || target->shape[0] != a.shape[0] || target->shape[1] != b.shape[1] ||
+        target->dtype != a.dtype)
+      return false;
+    return ops::engine(target->device).matmul_add(a, b, ops::view_of(*target));
+  }
+  Pinned input(std::size_t i) const { return Pinned(node.input(i), "backward"); }
   Pinned output() const { return Pinned(node.output, "backward"); }
   Device device() const { return g.device(); }
   Scratch zero() const { return full(Shape{}, g.dtype(), g.device(), 0); }
@@ -35,13 +50,12 @@ void binary_rule(Rule& r) {
   const Device d = r.device();
   switch (r.node.op.binary) {
     case Binary::add:
-      if (nb) r.out[1] = sum_to(na ? copy(r.g) : std::move(r.g), sb);
-      if (na) r.out[0] = sum_to(std::move(r.g), sa);
-      break;
     case Binary::sub:
+      // A broadcast operand (a bias) is summed straight from g's view, so g
+      // itself can go to the other operand without a copy.
       if (nb) {
-        Scratch t = na ? copy(r.g) : std::move(r.g);
-        unary_into(Unary::neg, t);
+        Scratch t = !na ? std::move(r.g) : sb == shape ? copy(r.g) : reduce_to(g, sb, d);
+        if (r.node.op.binary == Binary::sub) unary_into(Unary::neg, t);
         r.out[1] = sum_to(std::move(t), sb);
       }
       if (na) r.out[0] = sum_to(std::move(r.g), sa);
@@ -277,7 +291,8 @@ void matmul_rule(Rule& r) {
   r.g.reshape(with_matrix(batch, m, n));
   const TensorView g = r.g.view();
   const Device d = r.device();
-  if (r.needs(0)) {
+  const bool plain = batch.rank() == 0;  // 2-D operands, no batch axes
+  if (r.needs(0) && !(plain && pa->shape.rank() == 2 && r.add_product_to_leaf(0, g, swap_last(b)))) {
     Scratch t(with_matrix(batch, m, k), a.dtype, d);
     if (t.shape().size() > 0) {
       const TensorView bt = swap_last(b);
@@ -287,7 +302,7 @@ void matmul_rule(Rule& r) {
     t.reshape(pa->shape);
     r.out[0] = std::move(t);
   }
-  if (r.needs(1)) {
+  if (r.needs(1) && !(plain && pb->shape.rank() == 2 && r.add_product_to_leaf(1, swap_last(a), g))) {
     Scratch t(with_matrix(batch, k, n), b.dtype, d);
     if (t.shape().size() > 0) {
       const TensorView at = swap_last(a);
@@ -366,7 +381,7 @@ void join_rule(Rule& r, bool stack) {
   const TensorView g = r.g.view();
   const std::int64_t step = g.strides[axis] * std::int64_t(size_of(g.dtype));
   std::int64_t at = 0;
-  for (std::size_t i = 0; i < r.node.inputs.size(); ++i) {
+  for (std::size_t i = 0; i < r.node.size(); ++i) {
     Pinned pi = r.input(i);
     const std::int64_t length = stack ? 1 : pi->shape[axis];
     if (r.needs(i)) {
@@ -426,7 +441,7 @@ void to_type_rule(Rule& r) {
 
 void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
   out.clear();
-  out.resize(node.inputs.size());
+  out.resize(node.size());
   Rule r{node, std::move(g), out};
   switch (node.op.kind) {
     case OpKind::binary: binary_rule(r); break;

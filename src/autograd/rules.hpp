@@ -20,7 +20,9 @@
 namespace ndgc::autograd::detail {
 
 // `out` gets one entry per input of `node`: its gradient (shape and dtype of
-// that input) where node.sources[i] asks for one, empty elsewhere. `g`, the
+// that input) where node.source(i) asks for one, empty elsewhere. A rule may
+// instead add a leaf's gradient straight into its gradient array (a matmul
+// with a fused GEMM accumulate) and leave its entry empty. `g`, the
 // gradient of the node's output, is consumed.
 void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out);
 

@@ -108,17 +108,33 @@ void unary_into(Unary op, Scratch& target) {
   target.engine().unary(op, t, t);
 }
 
-Scratch sum_to(Scratch g, const Shape& target) {
-  const Shape& from = g.shape();
-  if (from == target) return g;
+namespace {
+
+// The axes of `from` that summing down to `target` removes or shrinks to 1.
+std::uint32_t summed_axes(const Shape& from, const Shape& target) {
   const int shift = from.rank() - target.rank();
   std::uint32_t mask = 0;
   for (int i = 0; i < from.rank(); ++i) {
     const int j = i - shift;
     if (j < 0 || (target[j] == 1 && from[i] != 1)) mask |= std::uint32_t(1) << i;
   }
+  return mask;
+}
+
+}  // namespace
+
+Scratch sum_to(Scratch g, const Shape& target) {
+  if (g.shape() == target) return g;
+  const std::uint32_t mask = summed_axes(g.shape(), target);
   Scratch out = mask ? reduce(Reduce::sum, g.view(), mask, g.device()) : std::move(g);
   out.reshape(target);  // the kept axes are target's, in order; the summed ones have length 1
+  return out;
+}
+
+Scratch reduce_to(const TensorView& g, const Shape& target, Device device) {
+  const std::uint32_t mask = summed_axes(shape_of(g), target);
+  Scratch out = mask ? reduce(Reduce::sum, g, mask, device) : copy(g, shape_of(g), g.dtype, device);
+  out.reshape(target);
   return out;
 }
 

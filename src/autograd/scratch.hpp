@@ -76,5 +76,7 @@ void unary_into(Unary op, Scratch& target);
 // g's shape): sums the leading axes g has in excess and the axes where
 // target has length 1. Returns g itself when the shapes are equal.
 Scratch sum_to(Scratch g, const Shape& target);
+// The same from a view, always into a new scratch (g's shape differs from target).
+Scratch reduce_to(const TensorView& g, const Shape& target, Device device);
 
 }  // namespace ndgc::autograd::detail

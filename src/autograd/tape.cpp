@@ -1,10 +1,8 @@
 // Recording: the ops layer's recorder hook and the per-thread tape.
-// See Note [Tracked arrays] in tape.hpp.
+// See Note [Tracked arrays] and Note [Recording cost] in tape.hpp.
 #include "autograd/tape.hpp"
 
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "autograd/gradient_state.hpp"
 #include "core/key.hpp"
@@ -21,7 +19,39 @@ void record_hook(const ops::OpRecord& op, std::span<const NDArray> inputs, const
   if (Tape* tape = t_tape; tape && !t_paused) tape->record(op, inputs, output);
 }
 
+std::size_t hash(const void* key) noexcept {
+  auto x = reinterpret_cast<std::uintptr_t>(key);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return std::size_t(x);
+}
+
+// Whether the array of `array` is floating and open (read under a pin).
+bool is_floating_array(const NDArray& array) noexcept {
+  auto* key = ndgc::detail::key_of(array);
+  auto& reg = ndgc::detail::Registry::instance();
+  if (!reg.try_pin(key->slot, key->generation)) return false;
+  const bool floating = is_floating(reg.entry(key->slot).impl.load(std::memory_order_acquire)->dtype);
+  reg.unpin(key->slot);
+  return floating;
+}
+
 }  // namespace
+
+Node::Node(const ops::OpRecord& op_, std::span<const NDArray> inputs, const std::int32_t* sources,
+           const NDArray& output_)
+    : op(op_), output(output_), count_(inputs.size()) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i < kInline) {
+      inputs_[i] = inputs[i];
+      sources_[i] = sources[i];
+    } else {
+      more_inputs_.push_back(inputs[i]);
+      more_sources_.push_back(sources[i]);
+    }
+  }
+}
 
 void install_recorder() {
   static std::once_flag once;
@@ -34,6 +64,8 @@ Tape::Tape() {
         "GradientCollector: another GradientCollector is already recording on this thread; end it first (one "
         "collector per thread at a time)");
   install_recorder();
+  nodes_.reserve(64);
+  producer_.resize(128);
   t_tape = this;
 }
 
@@ -44,45 +76,53 @@ bool Tape::paused() noexcept { return t_paused; }
 void Tape::set_paused(bool paused) noexcept { t_paused = paused; }
 
 std::int32_t Tape::producer(const NDArray& array) const noexcept {
-  auto it = producer_.find(array.key());
-  return it == producer_.end() ? kNoGradient : it->second;
+  const void* key = array.key();
+  const std::size_t mask = producer_.size() - 1;
+  for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+    if (producer_[i].key == key) return producer_[i].node;
+    if (!producer_[i].key) return kNoGradient;
+  }
+}
+
+void Tape::remember(const void* key, std::int32_t node) {
+  if (2 * (producers_ + 1) > producer_.size()) {
+    std::vector<Slot> old(producer_.size() * 2);
+    old.swap(producer_);
+    producers_ = 0;
+    for (const Slot& s : old)
+      if (s.key) remember(s.key, s.node);
+  }
+  const std::size_t mask = producer_.size() - 1;
+  std::size_t i = hash(key) & mask;
+  while (producer_[i].key && producer_[i].key != key) i = (i + 1) & mask;
+  if (!producer_[i].key) ++producers_;
+  producer_[i] = {key, node};
 }
 
 void Tape::record(const ops::OpRecord& op, std::span<const NDArray> inputs, const NDArray& output) {
   if (inputs.empty() || !output.defined()) return;
-  // Integer and boolean results carry no gradient (Note [Tracked arrays]).
-  // The output was just published by this thread, so reading it is safe.
-  auto* key = ndgc::detail::key_of(output);
-  auto& reg = ndgc::detail::Registry::instance();
-  if (!reg.try_pin(key->slot, key->generation)) return;
-  const bool floating = is_floating(reg.entry(key->slot).impl.load(std::memory_order_acquire)->dtype);
-  reg.unpin(key->slot);
-  if (!floating) return;
-
-  std::int32_t sources_inline[4];
+  std::int32_t sources_inline[Node::kInline];
   std::vector<std::int32_t> sources_heap;
   std::int32_t* sources = sources_inline;
-  if (inputs.size() > 4) {
+  if (inputs.size() > Node::kInline) {
     sources_heap.resize(inputs.size());
     sources = sources_heap.data();
   }
   bool tracked = false;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     std::int32_t s = producer(inputs[i]);
-    if (s == kNoGradient && gradient_of(inputs[i]).defined()) s = kLeaf;
+    if (s == kNoGradient && requires_gradient(inputs[i])) s = kLeaf;
     sources[i] = s;
     tracked |= s != kNoGradient;
   }
-  if (!tracked) return;
-
-  Node node{op, std::vector<NDArray>(inputs.begin(), inputs.end()),
-            std::vector<std::int32_t>(sources, sources + inputs.size()), output};
+  // Integer and boolean results carry no gradient (Note [Tracked arrays]).
+  if (!tracked || !is_floating_array(output)) return;
   const auto index = std::int32_t(nodes_.size());
-  producer_[output.key()] = index;
+  nodes_.emplace_back(op, inputs, sources, output);
   try {
-    nodes_.push_back(std::move(node));
+    remember(output.key(), index);
   } catch (...) {
-    producer_.erase(output.key());
+    nodes_.pop_back();
     throw;
   }
 }

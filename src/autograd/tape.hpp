@@ -9,10 +9,18 @@
 //
 // Note [Tracked arrays]
 // An op is recorded when one of its inputs is tracked: the output of a node
-// on this tape (found through `producer_`, keyed by the input's Key, which
-// the tape's own handle keeps from being reused) or an array that requires a
-// gradient (its GradientState, read under a short pin). Outputs that are not
-// floating are never recorded: integer and boolean results cut the graph.
+// on this tape (found in `producer_`, keyed by the input's Key, which the
+// tape's own handle keeps from being freed and reused) or an array that
+// requires a gradient (its GradientState, read under a short pin). Outputs
+// that are not floating are never recorded: integer and boolean results cut
+// the graph.
+//
+// Note [Recording cost]
+// Recording runs inside every differentiable op while a collector lives, so
+// it avoids allocation per op: up to three inputs are stored inline in the
+// node (concat/stack of more spill to a vector), and `producer_` is an
+// open-addressing table of (key, node) pairs that only allocates when it
+// doubles, and nodes are reserved in batches.
 //
 // Thread-safety: a tape belongs to one thread. The recorder hook reaches the
 // recording thread's tape through a thread_local pointer, so other threads'
@@ -21,7 +29,6 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "ndgc/ndarray.hpp"
@@ -32,11 +39,23 @@ namespace ndgc::autograd::detail {
 inline constexpr std::int32_t kNoGradient = -1;  // the input needs no gradient
 inline constexpr std::int32_t kLeaf = -2;        // the input requires a gradient of its own
 
-struct Node {
+class Node {
+ public:
+  static constexpr std::size_t kInline = 3;
+  Node(const ops::OpRecord& op, std::span<const NDArray> inputs, const std::int32_t* sources, const NDArray& output);
+
   ops::OpRecord op;
-  std::vector<NDArray> inputs;
-  std::vector<std::int32_t> sources;  // per input: producing node, kLeaf or kNoGradient
   NDArray output;
+  std::size_t size() const noexcept { return count_; }
+  const NDArray& input(std::size_t i) const noexcept { return i < kInline ? inputs_[i] : more_inputs_[i - kInline]; }
+  std::int32_t source(std::size_t i) const noexcept { return i < kInline ? sources_[i] : more_sources_[i - kInline]; }
+
+ private:
+  std::size_t count_;
+  NDArray inputs_[kInline];
+  std::int32_t sources_[kInline] = {kNoGradient, kNoGradient, kNoGradient};
+  std::vector<NDArray> more_inputs_;
+  std::vector<std::int32_t> more_sources_;
 };
 
 class Tape {
@@ -56,10 +75,16 @@ class Tape {
   static void set_paused(bool paused) noexcept;
 
  private:
+  struct Slot {
+    const void* key = nullptr;
+    std::int32_t node = kNoGradient;
+  };
   std::int32_t producer(const NDArray& array) const noexcept;
+  void remember(const void* key, std::int32_t node);
 
   std::vector<Node> nodes_;
-  std::unordered_map<const void*, std::int32_t> producer_;  // output key → node
+  std::vector<Slot> producer_;  // open addressing, power-of-two size, at most half full
+  std::size_t producers_ = 0;
 };
 
 // Installs the ops layer's recorder (once per process).

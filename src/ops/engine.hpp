@@ -112,6 +112,12 @@ class Engine {
   // a [..., m, k] × b [..., k, n] → out [..., m, n]; the batch axes of a and b
   // are already broadcast to out's.
   virtual void matmul(const TensorView& a, const TensorView& b, const TensorView& out) = 0;
+  // out += a × b for 2-D views (autograd accumulating a weight's gradient
+  // without a temporary). Returns false when the engine has no such kernel
+  // for these views; the caller then multiplies into a temporary and adds.
+  virtual bool matmul_add(const TensorView& /*a*/, const TensorView& /*b*/, const TensorView& /*out*/) {
+    return false;
+  }
   virtual void softmax(const TensorView& in, int axis, bool log, const TensorView& out) = 0;
   // out [..., depth], zero but for out[..., indices[...]] = 1. Throws InvalidArgument
   // for an index outside [0, depth).

@@ -31,6 +31,7 @@ class CpuEngine final : public Engine {
   void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) override;
   void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override;
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  bool matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) override;
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override;
   void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) override;
   void to_host(const TensorView& in, const TensorView& host_out) override { copy(in, host_out); }

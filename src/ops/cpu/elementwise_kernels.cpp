@@ -248,7 +248,9 @@ void CpuEngine::where(const TensorView& condition, const TensorView& a, const Te
 
 void CpuEngine::copy(const TensorView& in, const TensorView& out) {
   if (in.dtype == out.dtype && in.is_contiguous() && out.is_contiguous()) {
-    if (in.data != out.data) std::memcpy(out.data, in.data, std::size_t(in.size()) * size_of(in.dtype));
+    // An empty array may have no buffer at all, and memcpy's pointers must not be null even for 0 bytes.
+    if (in.data != out.data && in.size() > 0)
+      std::memcpy(out.data, in.data, std::size_t(in.size()) * size_of(in.dtype));
     return;
   }
   dispatch(in.dtype, [&](auto from_tag) {

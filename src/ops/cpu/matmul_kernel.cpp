@@ -74,4 +74,21 @@ void CpuEngine::matmul(const TensorView& a, const TensorView& b, const TensorVie
   });
 }
 
+bool CpuEngine::matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) {
+  if (out.rank != 2 || a.rank != 2 || b.rank != 2 || !is_floating(out.dtype) || out.strides[1] != 1) return false;
+  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  dispatch(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      OutMat<T> o(static_cast<T*>(out.data), m, n, Eigen::OuterStride<>(n <= 1 ? 1 : out.strides[0]));
+      if (k == 0) return;
+      with_matrix(static_cast<const T*>(a.data), m, k, a.strides[0], a.strides[1], [&](const auto& am) {
+        with_matrix(static_cast<const T*>(b.data), k, n, b.strides[0], b.strides[1],
+                    [&](const auto& bm) { o.noalias() += am * bm; });
+      });
+    }
+  });
+  return true;
+}
+
 }  // namespace ndgc::ops::cpu
