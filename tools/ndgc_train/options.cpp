@@ -1,0 +1,99 @@
+// ndgc-train's options: one CLI11 table with defaults and range checks, and
+// the reverse (child_arguments) for --compare's child processes.
+#include "options.hpp"
+
+#include <map>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+namespace ndgc::train_tool {
+
+std::string_view to_string(AutoClose mode) noexcept {
+  switch (mode) {
+    case AutoClose::off: return "off";
+    case AutoClose::on: return "on";
+    case AutoClose::trace: return "trace";
+  }
+  return "?";
+}
+
+std::string_view to_string(Leak leak) noexcept { return leak == Leak::model ? "model" : "none"; }
+
+ParseOutcome parse_options(int argc, const char* const* argv, bool trace_available) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  return parse_options(args, trace_available);
+}
+
+ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_available) {
+  Options o;
+  CLI::App app{
+      "ndgc-train: trains the Fashion-MNIST MLP (784-128-64-10, ReLU, softmax cross entropy, Adam 1e-3)\n"
+      "and reports epoch durations and memory; --compare runs auto-close off, on and trace side by side.",
+      "ndgc-train"};
+  app.option_defaults()->always_capture_default();
+
+  app.add_option("--epochs", o.epochs, "Epochs to train")->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
+  app.add_option("--batch-size", o.batch_size, "Images per batch")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{60000}));
+  app.add_option("--limit-batches", o.limit_batches, "At most this many batches per epoch, training and test (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", o.seed, "Seed of the parameters' initialisation and of the shuffling");
+  app.add_option("--threads", o.threads,
+                 "1: batches are made on the training thread; 2 or more: a background thread prepares them ahead")
+      ->check(CLI::Range(1, 256));
+  std::vector<std::string> modes{"off", "on"};
+  if (trace_available) modes.emplace_back("trace");
+  std::string autoclose_name = "off", leak_name = "none";
+  auto* autoclose = app.add_option("--autoclose", autoclose_name,
+                                   trace_available ? "Auto-close: off, on or trace (Boehm GC detector)"
+                                                   : "Auto-close: off or on (this build has no ndgc::trace)")
+                        ->check(CLI::IsMember(modes, CLI::ignore_case));
+  app.add_option("--leak", leak_name, "none, or model: each step leaks intermediates into the model's manager")
+      ->check(CLI::IsMember({"none", "model"}, CLI::ignore_case));
+  app.add_option("--out", o.out, "Directory for the CSV, JSON and SVG files (created)");
+  app.add_option("--data-dir", o.data_dir,
+                 "Directory with the Fashion-MNIST files (default: $NDGC_DATA_DIR/fashion-mnist or "
+                 "/usr/share/datasets/fashion-mnist)");
+  app.add_flag("--compare", o.compare,
+               trace_available ? "Run auto-close off, on and trace, each in a fresh process, and compare them"
+                               : "Run auto-close off and on, each in a fresh process, and compare them")
+      ->excludes(autoclose);
+  app.add_flag("--child", o.child, "(internal) a run started by --compare")->group("");
+
+  // CLI11 parses a vector given last-argument-first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out, err;
+    ParseOutcome r;
+    r.exit_code = app.exit(e, out, err) == 0 ? 0 : 2;  // --help is a ParseError too
+    r.message = out.str() + err.str();
+    if (r.exit_code != 0 && !trace_available && r.message.find("trace") != std::string::npos)
+      r.message += "--autoclose trace needs a build that links ndgc::trace (Boehm GC: tools/bootstrap installs libgc-dev)\n";
+    return r;
+  }
+  o.autoclose = autoclose_name == "on" ? AutoClose::on : autoclose_name == "trace" ? AutoClose::trace : AutoClose::off;
+  o.leak = leak_name == "model" ? Leak::model : Leak::none;
+  ParseOutcome r;
+  r.options = o;
+  return r;
+}
+
+std::vector<std::string> child_arguments(const Options& o, AutoClose mode) {
+  std::vector<std::string> a{"--epochs",        std::to_string(o.epochs),
+                             "--batch-size",    std::to_string(o.batch_size),
+                             "--limit-batches", std::to_string(o.limit_batches),
+                             "--seed",          std::to_string(o.seed),
+                             "--threads",       std::to_string(o.threads),
+                             "--autoclose",     std::string(to_string(mode)),
+                             "--leak",          std::string(to_string(o.leak)),
+                             "--out",           o.out.string()};
+  if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir.string()});
+  a.emplace_back("--child");
+  return a;
+}
+
+}  // namespace ndgc::train_tool

@@ -1,0 +1,59 @@
+// ndgc-train's command line: the options, their defaults and checks, in one
+// table (CLI11), and the arguments that give a child process the same run.
+//
+//   ParseOutcome p = parse_options(argc, argv, /*trace_available=*/true);
+//   if (!p.options) { std::cerr << p.message; return p.exit_code; }   // --help: exit code 0
+//
+// Every check happens here, before anything is loaded: a bad value is an
+// error message naming the option and an exit code of 2 (CLI11's
+// convention for usage errors, which shells and CI report as such).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ndgc::train_tool {
+
+// The three ways to run: auto-close off (DJL semantics), on (reference
+// counting), trace (reference counting plus Boehm GC, when linked).
+enum class AutoClose { off, on, trace };
+std::string_view to_string(AutoClose mode) noexcept;
+
+enum class Leak { none, model };
+std::string_view to_string(Leak leak) noexcept;
+
+struct Options {
+  std::int64_t epochs = 3;
+  std::int64_t batch_size = 32;
+  std::int64_t limit_batches = 0;  // per epoch, training and test; 0: all
+  std::uint64_t seed = 42;
+  int threads = 1;  // >1: batches are prepared ahead on a background thread
+  AutoClose autoclose = AutoClose::off;
+  Leak leak = Leak::none;
+  std::filesystem::path out = "out";
+  std::filesystem::path data_dir;  // empty: data::FashionMnist::default_directory()
+  bool compare = false;
+  bool child = false;  // run by --compare: progress only, no summary
+};
+
+struct ParseOutcome {
+  std::optional<Options> options;  // empty: print `message` and exit with `exit_code`
+  int exit_code = 0;
+  std::string message;
+};
+
+// `trace_available`: whether this program links ndgc::trace (--autoclose
+// trace is an error otherwise).
+ParseOutcome parse_options(int argc, const char* const* argv, bool trace_available);
+ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_available);  // args without argv[0]
+
+// The arguments (without the program name) of a child run of `options` with
+// auto-close `mode`: every option spelled out, so the child does exactly the
+// parent's run whatever the defaults.
+std::vector<std::string> child_arguments(const Options& options, AutoClose mode);
+
+}  // namespace ndgc::train_tool

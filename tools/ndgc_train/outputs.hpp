@@ -1,0 +1,17 @@
+// The files ndgc-train leaves in --out: <stem>.csv, <stem>.json and
+// <stem>.svg for the runs given (results.hpp, svg_chart.hpp).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "results.hpp"
+
+namespace ndgc::train_tool {
+
+// Returns the paths written. DataError when a file cannot be written.
+std::vector<std::filesystem::path> write_outputs(const std::vector<RunResult>& runs, const std::filesystem::path& dir,
+                                                 const std::string& stem, const std::string& title);
+
+}  // namespace ndgc::train_tool

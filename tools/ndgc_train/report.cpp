@@ -1,0 +1,42 @@
+// format_report(): table, summary, leak report, trace leaks.
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+#include <ndgc/memory.hpp>
+
+#include "table.hpp"
+
+namespace ndgc::train_tool {
+
+std::string format_leak_report(const RunResult& run, std::size_t max_groups) {
+  if (!run.growth || run.growth->groups.empty() || run.epochs.size() < 2) return {};
+  return fmt::format("Leak report, {}: what grew from the end of epoch 1 to the end of epoch {}, by creation site\n{}",
+                     config_title(run.config), run.epochs.back().epoch, run.growth->to_text(max_groups));
+}
+
+std::string format_report(const std::vector<RunResult>& runs) {
+  if (runs.empty()) return "no run finished\n";
+  const RunResult& first = runs.front();
+  std::string out = fmt::format("\nndgc-train: --leak {}, {} batches of {} per epoch, seed {}\n\n", first.leak,
+                                first.batches_per_epoch, first.batch_size, first.seed);
+  out += format_table(runs) + "\n" + format_summary(runs);
+  for (const RunResult& r : runs) {
+    if (std::string leak = format_leak_report(r); !leak.empty()) {
+      out += "\n" + leak;
+    } else if (r.epochs.size() >= 2) {
+      out += fmt::format("\n{}: no creation site grew from the end of epoch 1 to the end of epoch {}\n",
+                         config_title(r.config), r.epochs.back().epoch);
+    }
+    if (r.config == "trace") {
+      const std::uint64_t leaked = r.epochs.empty() ? 0 : r.epochs.back().leaked_handles;
+      out += fmt::format("trace detector: {} leaked handle(s) found by Boehm GC{}\n", leaked,
+                         r.trace_leaks.empty() ? "" : ", by creation site:");
+      for (const TraceLeak& l : r.trace_leaks)
+        out += fmt::format("  {:>8} arrays {:>10}  {}:{}\n", l.arrays, memory::format_bytes(l.bytes), l.file, l.line);
+    }
+  }
+  return out;
+}
+
+}  // namespace ndgc::train_tool

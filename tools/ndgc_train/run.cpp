@@ -1,0 +1,87 @@
+// run_training(): set the switch, load the data, build the model, fit with
+// the listeners that measure (EpochRecorder), show progress (ProgressBar)
+// and leak (--leak model), and collect the result.
+#include "run.hpp"
+
+#include <fmt/format.h>
+
+#include <ndgc/data.hpp>
+#include <ndgc/error.hpp>
+#include <ndgc/gc.hpp>
+#include <ndgc/ndgc.hpp>
+#include <ndgc/training.hpp>
+
+#include "leak.hpp"
+#include "progress.hpp"
+#include "recorder.hpp"
+#include "trace_support.hpp"
+
+namespace ndgc::train_tool {
+namespace {
+
+void set_autoclose(AutoClose mode) {
+  switch (mode) {
+    case AutoClose::off: gc::disable(); break;
+    case AutoClose::on: gc::enable(gc::Detector::refcount); break;
+    case AutoClose::trace:
+      if (!trace_linked())
+        throw InvalidArgument("ndgc-train: --autoclose trace needs a build that links ndgc::trace (Boehm GC)");
+      gc::enable(gc::Detector::trace);
+      break;
+  }
+}
+
+}  // namespace
+
+std::filesystem::path check_data(const Options& o) {
+  const std::filesystem::path dir = o.data_dir.empty() ? data::FashionMnist::default_directory() : o.data_dir;
+  if (!data::FashionMnist::available(dir))
+    throw DataError(fmt::format(
+        "ndgc-train: Fashion-MNIST is not in {} (expected train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
+        "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]); install dataset-fashion-mnist "
+        "(tools/bootstrap) or pass --data-dir",
+        dir.string()));
+  return dir;
+}
+
+RunResult run_training(const Options& o, std::ostream& progress, bool terminal) {
+  const std::filesystem::path dir = check_data(o);
+  set_autoclose(o.autoclose);
+  set_random_seed(o.seed);
+
+  NDManager data_manager = NDManager::new_base_manager("data");
+  data::ArrayDataset train = data::FashionMnist::load(data_manager, data::Split::train, dir);
+  data::ArrayDataset test = data::FashionMnist::load(data_manager, data::Split::test, dir);
+  const int prefetch = o.threads > 1 ? 2 : 0;
+  train.set_batch_size(o.batch_size).set_shuffle(true, o.seed).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
+  test.set_batch_size(o.batch_size).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
+
+  RunResult result;
+  {
+    Model model("mlp", std::make_unique<nn::Mlp>(784, 10, std::vector<std::int64_t>{128, 64}));
+    model.initialize(Shape{o.batch_size, 784});
+    training::TrainingConfig config;
+    config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
+    config.optimizer = std::make_shared<nn::Adam>(1e-3);
+    config.metrics.push_back(std::make_shared<training::Accuracy>());
+    auto recorder = std::make_shared<EpochRecorder>();
+    config.listeners.push_back(recorder);  // first: see recorder.hpp
+    config.listeners.push_back(std::make_shared<ProgressBar>(progress, terminal, std::string(to_string(o.autoclose)),
+                                                             o.epochs, train.batch_count()));
+    if (o.leak == Leak::model) config.listeners.push_back(make_model_leak(model));
+    training::Trainer trainer(model, config);
+    training::fit(trainer, o.epochs, train, &test);
+
+    result.config = std::string(to_string(o.autoclose));
+    result.leak = std::string(to_string(o.leak));
+    result.batches_per_epoch = train.batch_count();
+    result.batch_size = o.batch_size;
+    result.seed = o.seed;
+    result.epochs = recorder->rows();
+    result.growth = recorder->growth();
+  }
+  if (o.autoclose == AutoClose::trace) result.trace_leaks = collect_trace_leaks();
+  return result;
+}
+
+}  // namespace ndgc::train_tool

@@ -1,0 +1,86 @@
+// format_table() and format_summary(): fixed-width text, fmt.
+#include "table.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace ndgc::train_tool {
+namespace {
+
+// One column group: "      s     MiB    peak  arrays reclaimed    acc"
+constexpr const char* kGroupHeader = "{:>7} {:>8} {:>8} {:>8} {:>9} {:>6}";
+constexpr int kGroupWidth = 7 + 1 + 8 + 1 + 8 + 1 + 8 + 1 + 9 + 1 + 6;
+
+std::string centered(const std::string& text, int width) {
+  const int pad = std::max(0, width - int(text.size()));
+  return std::string(pad / 2, ' ') + text + std::string(pad - pad / 2, ' ');
+}
+
+const EpochRow* find_epoch(const RunResult& r, std::int64_t epoch) {
+  for (const EpochRow& e : r.epochs)
+    if (e.epoch == epoch) return &e;
+  return nullptr;
+}
+
+std::string signed_mib(double mib) { return fmt::format("{}{:.1f} MiB", mib < 0 ? "-" : "+", std::abs(mib)); }
+
+}  // namespace
+
+std::string config_title(const std::string& config) {
+  if (config == "off" || config == "on") return "auto-close " + config;
+  if (config == "trace") return "auto-close trace";
+  return config;
+}
+
+std::string format_table(const std::vector<RunResult>& runs) {
+  std::int64_t epochs = 0;
+  for (const RunResult& r : runs)
+    for (const EpochRow& e : r.epochs) epochs = std::max(epochs, e.epoch);
+  std::string out = fmt::format("{:>6}", "");
+  for (const RunResult& r : runs) out += " | " + centered(config_title(r.config), kGroupWidth);
+  out += "\n" + fmt::format("{:>6}", "epoch");
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    out += " | " + fmt::format(kGroupHeader, "s", "MiB", "peak MiB", "arrays", "reclaimed", "acc");
+  out += "\n" + std::string(6, '-');
+  for (std::size_t i = 0; i < runs.size(); ++i) out += "-+-" + std::string(kGroupWidth, '-');
+  out += "\n";
+  for (std::int64_t epoch = 1; epoch <= epochs; ++epoch) {
+    out += fmt::format("{:>6}", epoch);
+    for (const RunResult& r : runs) {
+      const EpochRow* e = find_epoch(r, epoch);
+      if (!e) {
+        out += " | " + std::string(kGroupWidth, ' ');
+        continue;
+      }
+      out += " | " + fmt::format("{:>7.2f} {:>8.1f} {:>8.1f} {:>8} {:>9} {:>6.4f}", e->seconds,
+                                 e->bytes_in_use / kMiB, e->peak_bytes / kMiB, e->live_arrays, e->reclaimed,
+                                 e->test_accuracy);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::int64_t baseline_epoch(std::int64_t epochs) noexcept { return epochs >= 3 ? 2 : 1; }
+
+std::string format_summary(const std::vector<RunResult>& runs) {
+  std::string out;
+  for (const RunResult& r : runs) {
+    if (r.epochs.empty()) continue;
+    const EpochRow& last = r.epochs.back();
+    const EpochRow* base = find_epoch(r, baseline_epoch(last.epoch));
+    if (!base) base = &r.epochs.front();
+    const double ratio = base->seconds > 0 ? last.seconds / base->seconds : 0;
+    out += fmt::format(
+        "{:<17} epoch {} / epoch {} duration {:.3f}; from epoch {} to {}: memory {}, live arrays {:+}; "
+        "test accuracy {:.4f}\n",
+        config_title(r.config) + ":", last.epoch, base->epoch, ratio, base->epoch, last.epoch,
+        signed_mib((double(last.bytes_in_use) - double(base->bytes_in_use)) / kMiB),
+        std::int64_t(last.live_arrays) - std::int64_t(base->live_arrays), last.test_accuracy);
+  }
+  return out;
+}
+
+}  // namespace ndgc::train_tool

@@ -1,0 +1,30 @@
+// The comparison table printed after the runs: one row per epoch, one column
+// group per configuration, side by side, and a summary of what changed from
+// the second epoch (the first includes warm-up) to the last.
+//
+//          |               auto-close off                |               auto-close on
+//    epoch |      s     MiB    peak  arrays reclaimed    acc |      s     MiB ...
+//        1 |   2.41   221.0   221.6   26275         0 0.8213 |   2.38   215.9 ...
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "results.hpp"
+
+namespace ndgc::train_tool {
+
+std::string format_table(const std::vector<RunResult>& runs);
+
+// The epoch the summary compares against: 2 when there are three epochs or
+// more, else 1.
+std::int64_t baseline_epoch(std::int64_t epochs) noexcept;
+
+// Per configuration: last / baseline epoch duration, memory and live-array
+// growth from the baseline epoch to the last, and the last test accuracy.
+std::string format_summary(const std::vector<RunResult>& runs);
+
+// "auto-close off" / "auto-close on" / "trace" for a run's config.
+std::string config_title(const std::string& config);
+
+}  // namespace ndgc::train_tool
