@@ -1,0 +1,380 @@
+// ndgc-train (tools/ndgc_train/): its pure pieces (options, results' JSON and
+// CSV, the table, the SVG chart, the progress line), then the program end to
+// end: `ndgc-train --compare --leak model` on 200 batches per epoch, checked
+// for what issue 4 promises (growth with auto-close off and the leaking line
+// named; flat memory with it on; the files written).
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <ndgc/data.hpp>
+#include <ndgc/error.hpp>
+
+#include "ndgc_train/options.hpp"
+#include "ndgc_train/progress.hpp"
+#include "ndgc_train/report.hpp"
+#include "ndgc_train/results.hpp"
+#include "ndgc_train/svg_chart.hpp"
+#include "ndgc_train/table.hpp"
+
+namespace ndgc::train_tool {
+namespace {
+
+namespace fs = std::filesystem;
+
+ParseOutcome parse(std::vector<std::string> args, bool trace = true) { return parse_options(args, trace); }
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+RunResult fake_run(const std::string& config, std::vector<double> seconds, std::vector<double> mib) {
+  RunResult r;
+  r.config = config;
+  r.leak = "model";
+  r.batches_per_epoch = 200;
+  r.batch_size = 32;
+  r.seed = 42;
+  for (std::size_t i = 0; i < seconds.size(); ++i) {
+    EpochRow e;
+    e.epoch = std::int64_t(i) + 1;
+    e.seconds = seconds[i];
+    e.bytes_in_use = std::uint64_t(mib[i] * kMiB);
+    e.peak_bytes = e.bytes_in_use + 1000;
+    e.live_arrays = 30 + 100 * i;
+    e.reclaimed = config == "off" ? 0 : 2800;
+    e.train_loss = 0.5;
+    e.test_accuracy = 0.8125;
+    r.epochs.push_back(e);
+  }
+  return r;
+}
+
+// Tags balance: every <x ...> is closed by </x> in order or is self-closed;
+// attribute values are quoted. Enough to catch what a hand-written writer
+// gets wrong.
+bool well_formed_xml(const std::string& s, std::string& why) {
+  std::vector<std::string> open;
+  std::size_t i = 0;
+  while ((i = s.find('<', i)) != std::string::npos) {
+    const std::size_t end = s.find('>', i);
+    if (end == std::string::npos) return why = "unterminated tag", false;
+    const std::string tag = s.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.starts_with("?") || tag.starts_with("!")) continue;
+    if (count(tag, "\"") % 2 != 0) return why = "odd quotes in <" + tag + ">", false;
+    if (tag.starts_with("/")) {
+      const std::string name = tag.substr(1);
+      if (open.empty() || open.back() != name) return why = "unexpected </" + name + ">", false;
+      open.pop_back();
+      continue;
+    }
+    const std::string name = tag.substr(0, tag.find_first_of(" \n/"));
+    if (!tag.ends_with("/")) open.push_back(name);
+  }
+  if (!open.empty()) return why = "<" + open.back() + "> never closed", false;
+  // Text and attribute values contain no raw '&' other than entities.
+  for (std::size_t a = s.find('&'); a != std::string::npos; a = s.find('&', a + 1))
+    if (s.compare(a, 5, "&amp;") && s.compare(a, 4, "&lt;") && s.compare(a, 4, "&gt;") && s.compare(a, 6, "&quot;") &&
+        s.compare(a, 6, "&apos;"))
+      return why = "raw &", false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("options: defaults and values") {
+  ParseOutcome p = parse({});
+  REQUIRE(p.options);
+  CHECK(p.options->epochs == 3);
+  CHECK(p.options->batch_size == 32);
+  CHECK(p.options->autoclose == AutoClose::off);
+  CHECK(p.options->leak == Leak::none);
+  CHECK_FALSE(p.options->compare);
+  p = parse({"--epochs", "10", "--batch-size", "64", "--limit-batches", "200", "--seed", "7", "--threads", "2",
+             "--autoclose", "trace", "--leak", "model", "--out", "/tmp/x", "--data-dir", "/d"});
+  REQUIRE(p.options);
+  CHECK(p.options->epochs == 10);
+  CHECK(p.options->batch_size == 64);
+  CHECK(p.options->limit_batches == 200);
+  CHECK(p.options->seed == 7);
+  CHECK(p.options->threads == 2);
+  CHECK(p.options->autoclose == AutoClose::trace);
+  CHECK(p.options->leak == Leak::model);
+  CHECK(p.options->out == "/tmp/x");
+  CHECK(p.options->data_dir == "/d");
+}
+
+TEST_CASE("options: bad values are errors naming the option, exit code 2") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"--epochs", "0"}, "--epochs"},
+      {{"--epochs", "three"}, "--epochs"},
+      {{"--batch-size", "-1"}, "--batch-size"},
+      {{"--limit-batches", "-5"}, "--limit-batches"},
+      {{"--threads", "0"}, "--threads"},
+      {{"--autoclose", "maybe"}, "--autoclose"},
+      {{"--leak", "everything"}, "--leak"},
+      {{"--compare", "--autoclose", "on"}, "excludes"},
+      {{"--no-such-option"}, "no-such-option"},
+  };
+  for (const auto& [args, mention] : bad) {
+    CAPTURE(args.front());
+    const ParseOutcome p = parse(args);
+    CHECK_FALSE(p.options);
+    CHECK(p.exit_code == 2);
+    CHECK(p.message.find(mention) != std::string::npos);
+  }
+  const ParseOutcome no_trace = parse({"--autoclose", "trace"}, /*trace=*/false);
+  CHECK_FALSE(no_trace.options);
+  CHECK(no_trace.exit_code == 2);
+  CHECK(no_trace.message.find("ndgc::trace") != std::string::npos);
+  const ParseOutcome help = parse({"--help"});
+  CHECK_FALSE(help.options);
+  CHECK(help.exit_code == 0);
+  CHECK(help.message.find("--autoclose") != std::string::npos);
+}
+
+TEST_CASE("options: a child's arguments give the parent's run") {
+  ParseOutcome p = parse({"--epochs", "4", "--limit-batches", "9", "--seed", "5", "--leak", "model", "--compare",
+                          "--out", "o", "--data-dir", "d"});
+  REQUIRE(p.options);
+  ParseOutcome c = parse(child_arguments(*p.options, AutoClose::on));
+  REQUIRE(c.options);
+  CHECK(c.options->epochs == 4);
+  CHECK(c.options->limit_batches == 9);
+  CHECK(c.options->seed == 5);
+  CHECK(c.options->leak == Leak::model);
+  CHECK(c.options->autoclose == AutoClose::on);
+  CHECK(c.options->out == "o");
+  CHECK(c.options->data_dir == "d");
+  CHECK(c.options->child);
+  CHECK_FALSE(c.options->compare);
+}
+
+TEST_CASE("results: JSON round trip and CSV rows") {
+  RunResult r = fake_run("off", {1.5, 1.25, 1.375}, {200, 201, 202});
+  r.trace_leaks.push_back({"/src/a.cpp", 12, 3, 4096});
+  CHECK(run_from_json(to_json(r)) == r);
+  CHECK_THROWS_AS(run_from_json("{\"config\": 1}"), DataError);
+  CHECK_THROWS_AS(run_from_json("not json"), DataError);
+  const std::string csv = to_csv({r, fake_run("on", {1, 1}, {200, 200})});
+  CHECK(count(csv, "\n") == 1 + 3 + 2);
+  CHECK(csv.starts_with("config,epoch,seconds,"));
+  CHECK(csv.find("\noff,2,1.250000,") != std::string::npos);
+}
+
+TEST_CASE("table: one column group per run, one row per epoch, blanks for missing epochs") {
+  const std::vector<RunResult> runs{fake_run("off", {2.0, 2.5, 3.0}, {200, 205, 210}),
+                                    fake_run("on", {2.0, 2.0}, {200, 200})};
+  const std::string t = format_table(runs);
+  std::vector<std::string> lines;
+  std::istringstream in(t);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  REQUIRE(lines.size() == 3 + 3);
+  CHECK(lines[0].find("auto-close off") < lines[0].find("auto-close on"));
+  CHECK(lines[1].find("epoch") != std::string::npos);
+  CHECK(count(lines[1], "reclaimed") == 2);
+  for (const std::string& l : lines) CHECK(l.size() == lines[2].size());  // aligned, blanks included
+  CHECK(lines[3].find("   2.00    200.0") != std::string::npos);
+  CHECK(lines[5].find("   3.00    210.0") != std::string::npos);
+  CHECK(lines[5].find("0.8125") != std::string::npos);
+  CHECK(count(lines[5], "0.8125") == 1);  // the on run has no epoch 3
+  const std::string s = format_summary(runs);
+  CHECK(s.find("epoch 3 / epoch 2 duration 1.200") != std::string::npos);
+  CHECK(s.find("memory +5.0 MiB, live arrays +100") != std::string::npos);
+  CHECK(s.find("epoch 2 / epoch 1 duration 1.000") != std::string::npos);
+  CHECK(baseline_epoch(10) == 2);
+  CHECK(baseline_epoch(2) == 1);
+}
+
+TEST_CASE("SVG chart: well-formed, one polyline per configuration in each panel") {
+  const std::vector<RunResult> runs{fake_run("off", {2.0, 2.5, 3.0}, {200, 205, 210}),
+                                    fake_run("on", {2.0, 2.0, 2.0}, {200, 200, 200}),
+                                    fake_run("trace", {2.1, 2.1, 2.1}, {200, 200, 200})};
+  const std::string svg = render_chart(runs, "a <title> & more");
+  std::string why;
+  CHECK_MESSAGE(well_formed_xml(svg, why), why);
+  CHECK(svg.starts_with("<?xml"));
+  CHECK(count(svg, "<polyline ") == 6);
+  for (const char* c : {"off", "on", "trace"}) {
+    CHECK(count(svg, fmt::format("data-config=\"{}\" data-panel=\"seconds\"", c)) == 1);
+    CHECK(count(svg, fmt::format("data-config=\"{}\" data-panel=\"memory\"", c)) == 1);
+  }
+  CHECK(count(svg, "<circle ") == 18);
+  CHECK(svg.find("a &lt;title&gt; &amp; more") != std::string::npos);
+  CHECK(svg.find("auto-close trace") != std::string::npos);  // legend
+  CHECK(svg.find(">epoch<") != std::string::npos);           // axis label
+  // A single flat run still draws (no division by zero).
+  const std::string flat = render_chart({fake_run("on", {1.0}, {10})}, "t");
+  CHECK(well_formed_xml(flat, why));
+  CHECK(flat.find("nan") == std::string::npos);
+  CHECK(flat.find("inf") == std::string::npos);
+}
+
+TEST_CASE("nice ticks cover the range in steps of 1, 2 or 5 times a power of ten") {
+  const std::vector<double> t = nice_ticks(0, 3.7);
+  CHECK(t.front() == 0);
+  CHECK(t.back() >= 3.7);
+  CHECK(t[1] - t[0] == doctest::Approx(1));
+  const std::vector<double> m = nice_ticks(203.2, 215.9);
+  CHECK(m.front() <= 203.2);
+  CHECK(m.back() >= 215.9);
+  CHECK(m.size() <= 8);
+  CHECK(nice_ticks(5, 5).size() >= 2);
+}
+
+TEST_CASE("progress line: bar, counts, rate and ETA") {
+  const std::string l = progress_line("on", 2, 3, 50, 200, 0.5, 20);
+  CHECK(l == "[on] epoch 2/3 [#####...............] 50/200  100 batches/s  ETA 1.5 s");
+  CHECK(progress_line("off", 1, 1, 0, 10, 0, 4).find("ETA ?") != std::string::npos);
+}
+
+TEST_CASE("report: the leak report of a run with growth, and a note for runs without") {
+  RunResult off = fake_run("off", {1, 1, 1}, {1, 2, 3});
+  debug::Diff d;
+  d.before = {0, 10, 100};
+  d.after = {0, 40, 400};
+  d.groups.push_back({"system/mlp", {"/x/leak.cpp", 42, "f"}, 0, 30, 0, 300});
+  off.growth = d;
+  RunResult on = fake_run("on", {1, 1, 1}, {1, 1, 1});
+  on.growth = debug::Diff{};
+  const std::string r = format_report({off, on});
+  CHECK(r.find("Leak report, auto-close off") != std::string::npos);
+  CHECK(r.find("/x/leak.cpp:42") != std::string::npos);
+  CHECK(r.find("auto-close on: no creation site grew") != std::string::npos);
+}
+
+// ---- end to end ------------------------------------------------------------------
+
+namespace {
+
+// The lines of leak.cpp marked "// LEAK".
+std::vector<int> leak_lines() {
+  std::ifstream in(NDGC_TRAIN_LEAK_SOURCE);
+  std::vector<int> lines;
+  int n = 0;
+  for (std::string l; std::getline(in, l);) {
+    ++n;
+    if (l.find("// LEAK") != std::string::npos) lines.push_back(n);
+  }
+  return lines;
+}
+
+int run_program(const std::string& args, const fs::path& log) {
+  const std::string cmd = fmt::format("'{}' {} > '{}' 2>&1", NDGC_TRAIN_BINARY, args, log.string());
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("ndgc-train-test-" + std::to_string(::getpid()));
+  TempDir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ndgc-train: errors give a message and a non-zero exit, no crash") {
+  TempDir tmp;
+  const fs::path log = tmp.path / "log.txt";
+  CHECK(run_program("--epochs 0", log) == 2);
+  CHECK(read_text(log).find("--epochs") != std::string::npos);
+  CHECK(run_program(fmt::format("--data-dir '{}' --out '{}'", (tmp.path / "nothing").string(), tmp.path.string()),
+                    log) == 1);
+  CHECK(read_text(log).find("Fashion-MNIST is not in") != std::string::npos);
+  CHECK(run_program(fmt::format("--compare --data-dir '{}' --out '{}'", (tmp.path / "nothing").string(),
+                                tmp.path.string()),
+                    log) == 1);
+  CHECK(read_text(log).find("Fashion-MNIST is not in") != std::string::npos);
+}
+
+TEST_CASE("ndgc-train --compare --leak model: growth off, flat on, the leaking line named, files written") {
+  if (!data::FashionMnist::available()) {
+    MESSAGE("skipped: Fashion-MNIST is not installed (tools/bootstrap installs dataset-fashion-mnist)");
+    return;
+  }
+  TempDir tmp;
+  const fs::path log = tmp.path / "log.txt";
+  const int rc =
+      run_program(fmt::format("--compare --leak model --limit-batches 200 --epochs 3 --out '{}'", tmp.path.string()), log);
+  const std::string output = read_text(log);
+  INFO(output);
+  REQUIRE(rc == 0);
+
+  for (const char* f : {"compare.csv", "compare.json", "compare.svg"}) CHECK(fs::file_size(tmp.path / f) > 0);
+  std::string why;
+  CHECK_MESSAGE(well_formed_xml(read_text(tmp.path / "compare.svg"), why), why);
+
+  const nlohmann::json doc = nlohmann::json::parse(read_text(tmp.path / "compare.json"));
+  std::vector<RunResult> runs;
+  for (const auto& r : doc.at("runs")) runs.push_back(run_from_json(r.dump()));
+  REQUIRE(runs.size() >= 2);
+  CHECK(count(read_text(tmp.path / "compare.csv"), "\n") == 1 + 3 * runs.size());
+  CHECK(count(read_text(tmp.path / "compare.svg"), "<polyline ") == 2 * runs.size());
+
+  for (const RunResult& r : runs) {
+    CAPTURE(r.config);
+    REQUIRE(r.epochs.size() == 3);
+    CHECK(r.batches_per_epoch == 200);
+    if (r.config == "off") {
+      for (std::size_t e = 1; e < r.epochs.size(); ++e) {
+        CHECK(r.epochs[e].live_arrays > r.epochs[e - 1].live_arrays);
+        CHECK(r.epochs[e].bytes_in_use > r.epochs[e - 1].bytes_in_use);
+      }
+      REQUIRE(r.growth);
+      REQUIRE_FALSE(r.growth->groups.empty());
+      // Every growing site is a LEAK line of leak.cpp, and each of those lines grew.
+      const std::vector<int> lines = leak_lines();
+      REQUIRE(lines.size() == 2);
+      for (int line : lines) {
+        bool found = false;
+        for (const debug::DiffGroup& g : r.growth->groups)
+          found |= g.site.file.ends_with("leak.cpp") && int(g.site.line) == line && g.array_growth() > 0;
+        CHECK_MESSAGE(found, "leak.cpp:" << line);
+        CHECK(output.find(fmt::format("leak.cpp:{}", line)) != std::string::npos);  // in the printed report
+      }
+      for (const debug::DiffGroup& g : r.growth->groups) CHECK(g.site.file.ends_with("leak.cpp"));
+    } else {
+      // on and trace: bytes in use at the end of epochs 2.. within 2 MiB of each other.
+      for (std::size_t e = 1; e < r.epochs.size(); ++e)
+        for (std::size_t f = 1; f < r.epochs.size(); ++f)
+          CHECK(std::abs(double(r.epochs[e].bytes_in_use) - double(r.epochs[f].bytes_in_use)) <= 2 * kMiB);
+      CHECK(r.epochs.back().live_arrays == r.epochs[1].live_arrays);
+      CHECK(r.epochs.back().reclaimed > 0);
+      CHECK((!r.growth || r.growth->groups.empty()));
+    }
+  }
+  // Same seed, same computation: the same accuracy whatever auto-close does.
+  for (const RunResult& r : runs) CHECK(r.epochs.back().test_accuracy == runs.front().epochs.back().test_accuracy);
+  CHECK(output.find("Leak report, auto-close off") != std::string::npos);
+}
+
+}  // namespace ndgc::train_tool
