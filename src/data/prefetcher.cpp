@@ -28,7 +28,12 @@ void Prefetcher::run() noexcept {
   }
   {
     std::lock_guard lock(mu_);
-    error_ = error;
+    // Moved, not copied: the worker keeps no reference, so the consumer drops
+    // the last one and destroys the exception on its own thread. (A copy left
+    // here made the worker destroy it after the consumer had caught it,
+    // ordered only by libstdc++'s uninstrumented refcount: ThreadSanitizer
+    // reported a race on the exception's vptr.)
+    error_ = std::move(error);
     finished_ = true;
   }
   produced_.notify_one();
