@@ -125,6 +125,10 @@ TEST_CASE("options: defaults and values") {
   CHECK(p.options->leak == Leak::model);
   CHECK(p.options->out == "/tmp/x");
   CHECK(p.options->data_dir == "/d");
+  p = parse({"--epochs", "3", "--out", "out", "--epochs", "10", "--out", "elsewhere"});  // tools/demo "$@"
+  REQUIRE(p.options);
+  CHECK(p.options->epochs == 10);
+  CHECK(p.options->out == "elsewhere");
 }
 
 TEST_CASE("options: bad values are errors naming the option, exit code 2") {

@@ -32,7 +32,8 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
       "ndgc-train: trains the Fashion-MNIST MLP (784-128-64-10, ReLU, softmax cross entropy, Adam 1e-3)\n"
       "and reports epoch durations and memory; --compare runs auto-close off, on and trace side by side.",
       "ndgc-train"};
-  app.option_defaults()->always_capture_default();
+  // A later value wins (tools/demo passes its own arguments after its defaults).
+  app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   app.add_option("--epochs", o.epochs, "Epochs to train")->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
   app.add_option("--batch-size", o.batch_size, "Images per batch")
