@@ -23,6 +23,14 @@ constexpr double kPlotW = 380, kPlotH = 280;
 constexpr double kTop = 80;                 // plot area's top edge
 constexpr double kLeft[2] = {80, 560};      // plot areas' left edges
 
+// Lines that coincide (on and trace usually do) must both stay visible: on
+// is drawn wide underneath, trace dashed on top.
+const char* stroke_style(const std::string& config) {
+  if (config == "on") return "stroke-width=\"4\" stroke-opacity=\"0.6\"";
+  if (config == "trace") return "stroke-width=\"2\" stroke-dasharray=\"6 4\"";
+  return "stroke-width=\"2\"";
+}
+
 const char* color_of(const std::string& config) {
   if (config == "off") return "#d62728";
   if (config == "on") return "#1f77b4";
@@ -99,9 +107,10 @@ std::string render_chart(const std::vector<RunResult>& runs, const std::string& 
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const double x = kWidth / 2 - legend_w / 2 + 150.0 * double(i);
     s += fmt::format(
-        "<line x1=\"{0}\" y1=\"46\" x2=\"{1}\" y2=\"46\" stroke=\"{2}\" stroke-width=\"3\"/>"
-        "<text x=\"{3}\" y=\"50\">{4}</text>\n",
-        x, x + 24, color_of(runs[i].config), x + 30, xml_escape(config_title(runs[i].config)));
+        "<line x1=\"{0}\" y1=\"46\" x2=\"{1}\" y2=\"46\" stroke=\"{2}\" {3}/>"
+        "<text x=\"{4}\" y=\"50\">{5}</text>\n",
+        x, x + 24, color_of(runs[i].config), stroke_style(runs[i].config), x + 30,
+        xml_escape(config_title(runs[i].config)));
   }
 
   const Panel panels[2] = {
@@ -166,9 +175,8 @@ std::string render_chart(const std::vector<RunResult>& runs, const std::string& 
         dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>", x, y, color_of(r.config));
       }
       s += fmt::format(
-          "<polyline data-config=\"{}\" data-panel=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
-          "points=\"{}\"/>\n{}\n",
-          xml_escape(r.config), panel.key, color_of(r.config), points, dots);
+          "<polyline data-config=\"{}\" data-panel=\"{}\" fill=\"none\" stroke=\"{}\" {} points=\"{}\"/>\n{}\n",
+          xml_escape(r.config), panel.key, color_of(r.config), stroke_style(r.config), points, dots);
     }
   }
   s += "</svg>\n";
