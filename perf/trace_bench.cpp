@@ -51,18 +51,21 @@ BENCHMARK(BM_Collect)
     ->ArgsProduct({{10000}, {16, 64, 256}})
     ->Unit(benchmark::kMillisecond);
 
-// For scale: the same handles dropped and reclaimed by reference counting
-// (auto-close on, no collection), per handle.
-void BM_DropWithoutCollect(benchmark::State& state) {
-  gc::enable(gc::Detector::trace);
+// For scale: create and drop one array (reclaimed by reference counting, no
+// collection), with auto-close on (Arg 0) and with the trace detector (Arg 1),
+// whose keys and `new` memory go through Boehm's allocator.
+void BM_CreateDrop(benchmark::State& state) {
+  const bool trace = state.range(0) != 0;
+  trace ? gc::enable(gc::Detector::trace) : gc::enable();
   NDManager m = NDManager::new_base_manager("bench");
   for (auto _ : state) {
     NDArray a = m.zeros({1});
     benchmark::DoNotOptimize(a);
   }
+  state.SetLabel(trace ? "trace" : "auto-close on");
   gc::disable();
 }
-BENCHMARK(BM_DropWithoutCollect);
+BENCHMARK(BM_CreateDrop)->Arg(0)->Arg(1);
 
 }  // namespace
 
