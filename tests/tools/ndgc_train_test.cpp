@@ -209,6 +209,10 @@ TEST_CASE("table: one column group per run, one row per epoch, blanks for missin
   CHECK(s.find("epoch 3 / epoch 2 duration 1.200") != std::string::npos);
   CHECK(s.find("memory +5.0 MiB, live arrays +100") != std::string::npos);
   CHECK(s.find("epoch 2 / epoch 1 duration 1.000") != std::string::npos);
+  CHECK(s.find("median") == std::string::npos);
+  const std::string m = format_summary({fake_run("on", {9, 1, 2, 1.5, 5, 3, 3.3, 3}, {1, 1, 1, 1, 1, 1, 1, 1})});
+  CHECK(m.find("epoch 8 / epoch 2 duration 3.000 (median of epochs 6-8 / median of epochs 2-4: 2.000)") !=
+        std::string::npos);
   CHECK(baseline_epoch(10) == 2);
   CHECK(baseline_epoch(2) == 1);
 }

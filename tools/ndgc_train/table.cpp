@@ -24,6 +24,11 @@ const EpochRow* find_epoch(const RunResult& r, std::int64_t epoch) {
   return nullptr;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
 std::string signed_mib(double mib) { return fmt::format("{}{:.1f} MiB", mib < 0 ? "-" : "+", std::abs(mib)); }
 
 }  // namespace
@@ -73,10 +78,20 @@ std::string format_summary(const std::vector<RunResult>& runs) {
     const EpochRow* base = find_epoch(r, baseline_epoch(last.epoch));
     if (!base) base = &r.epochs.front();
     const double ratio = base->seconds > 0 ? last.seconds / base->seconds : 0;
+    // Single epochs are noisy on a shared machine: with six epochs or more,
+    // also the median of the last three over the median of epochs 2-4.
+    std::string medians;
+    if (r.epochs.size() >= 6) {
+      const auto& e = r.epochs;
+      const double early = median({e[1].seconds, e[2].seconds, e[3].seconds});
+      const double late = median({e[e.size() - 3].seconds, e[e.size() - 2].seconds, e[e.size() - 1].seconds});
+      medians = fmt::format(" (median of epochs {}-{} / median of epochs 2-4: {:.3f})", last.epoch - 2, last.epoch,
+                            early > 0 ? late / early : 0.0);
+    }
     out += fmt::format(
-        "{:<17} epoch {} / epoch {} duration {:.3f}; from epoch {} to {}: memory {}, live arrays {:+}; "
+        "{:<17} epoch {} / epoch {} duration {:.3f}{}; from epoch {} to {}: memory {}, live arrays {:+}; "
         "test accuracy {:.4f}\n",
-        config_title(r.config) + ":", last.epoch, base->epoch, ratio, base->epoch, last.epoch,
+        config_title(r.config) + ":", last.epoch, base->epoch, ratio, medians, base->epoch, last.epoch,
         signed_mib((double(last.bytes_in_use) - double(base->bytes_in_use)) / kMiB),
         std::int64_t(last.live_arrays) - std::int64_t(base->live_arrays), last.test_accuracy);
   }

@@ -22,6 +22,8 @@ std::int64_t baseline_epoch(std::int64_t epochs) noexcept;
 
 // Per configuration: last / baseline epoch duration, memory and live-array
 // growth from the baseline epoch to the last, and the last test accuracy.
+// With six epochs or more, also the median of the last three epochs'
+// durations over the median of epochs 2-4 (less noisy than two single epochs).
 std::string format_summary(const std::vector<RunResult>& runs);
 
 // "auto-close off" / "auto-close on" / "trace" for a run's config.
