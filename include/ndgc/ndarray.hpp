@@ -39,7 +39,33 @@
 
 namespace ndgc {
 
+#if defined(__cpp_lib_source_location)
 using Site = std::source_location;
+#else
+// clang before 15 with libstdc++ has no std::source_location (it lacks
+// __builtin_source_location); the fuzz build (clang-14, tests/fuzz/) uses this
+// stand-in with the same interface, built on the older builtins.
+class Site {
+ public:
+  static constexpr Site current(const char* file = __builtin_FILE(), const char* function = __builtin_FUNCTION(),
+                                std::uint_least32_t line = __builtin_LINE(),
+                                std::uint_least32_t column = __builtin_COLUMN()) noexcept {
+    Site s;
+    s.file_ = file, s.function_ = function, s.line_ = line, s.column_ = column;
+    return s;
+  }
+  constexpr Site() noexcept = default;
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr const char* function_name() const noexcept { return function_; }
+  constexpr std::uint_least32_t line() const noexcept { return line_; }
+  constexpr std::uint_least32_t column() const noexcept { return column_; }
+
+ private:
+  const char* file_ = "";
+  const char* function_ = "";
+  std::uint_least32_t line_ = 0, column_ = 0;
+};
+#endif
 
 class ManagerRef;
 class NDList;

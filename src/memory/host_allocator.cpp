@@ -4,8 +4,8 @@
 // Alignment: glibc's memalign costs ~670 instructions per call (callgrind, a
 // 16 KiB block), more than a 64×64 add itself; a block 64 bytes larger,
 // rounded up, costs nothing extra. Blocks come from the per-thread block
-// cache (Note [Host block cache]). Sanitizer builds use aligned_alloc and no
-// cache, so that AddressSanitizer sees each buffer's exact bounds.
+// cache (Note [Host block cache]). Sanitizer and Valgrind builds use
+// aligned_alloc and no cache, so that they see each buffer's exact bounds.
 //
 // The resident-size check reads /proc/self/statm, a system call of a few
 // microseconds, so it runs at most once per kPhysicalCheckBytes allocated and
@@ -20,9 +20,18 @@
 #include "memory/block_cache.hpp"
 #include "support/options.hpp"
 
+// Exact allocations: gcc says __SANITIZE_*__, clang __has_feature; a
+// Valgrind build passes -DNDGC_EXACT_ALLOCATIONS=1 (tools/check-valgrind).
+#ifndef NDGC_EXACT_ALLOCATIONS
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define NDGC_EXACT_ALLOCATIONS 1
-#else
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define NDGC_EXACT_ALLOCATIONS 1
+#endif
+#endif
+#endif
+#ifndef NDGC_EXACT_ALLOCATIONS
 #define NDGC_EXACT_ALLOCATIONS 0
 #endif
 
