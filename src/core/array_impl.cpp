@@ -22,9 +22,17 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 std::unique_ptr<ArrayImpl> ArrayImpl::make(const Shape& shape, DataType dtype, Device device, Site site) {
-  for (std::int64_t d : shape)
+  // The product of the dimensions (zeros counted as ones) must fit int64: an
+  // empty array beside huge dimensions would overflow its strides (found by
+  // tests/fuzz/idx_reader_fuzz.cpp), and so would every layout computation.
+  std::int64_t product = 1;
+  for (std::int64_t d : shape) {
     if (d < 0)
       throw InvalidArgument(fmt::format("shape {} has a negative dimension", shape.to_string()));
+    if (__builtin_mul_overflow(product, std::max<std::int64_t>(d, 1), &product))
+      throw InvalidArgument(fmt::format("shape {} is too large: the product of its dimensions overflows int64",
+                                        shape.to_string()));
+  }
   StorageRef storage(Storage::allocate(device, std::size_t(shape.size()) * size_of(dtype)));
   auto impl = std::make_unique<ArrayImpl>(shape, contiguous_strides(shape), 0, dtype, std::move(storage), site);
   impl->owns_storage = true;

@@ -123,13 +123,16 @@ IdxReader::IdxReader(const std::filesystem::path& path, const std::string& op) :
     shape_.push_back(std::int64_t(load_be32(dims + 4 * i)));
     empty = empty || shape_[i] == 0;
   }
-  bytes_ = empty ? 0 : std::uint64_t(width);
+  // Zeros count as ones here: an empty file's other dimensions must be sane
+  // too, or the array's layout overflows (found by tests/fuzz/idx_reader_fuzz.cpp).
+  bytes_ = std::uint64_t(width);
   bool absurd = false;
-  for (int i = 0; i < rank && !empty && !absurd; ++i) {
-    const auto d = std::uint64_t(shape_[i]);
+  for (int i = 0; i < rank && !absurd; ++i) {
+    const auto d = std::max<std::uint64_t>(std::uint64_t(shape_[i]), 1);
     absurd = bytes_ > kMaxDataBytes / d;
     bytes_ *= d;
   }
+  if (empty) bytes_ = 0;
   if (absurd) fail(fmt::format("absurd size: dimensions {} exceed the 1 TiB that ndgc reads from one file", describe()));
 
   const std::uint64_t header = 4 + dims_bytes;

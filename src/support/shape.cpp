@@ -21,6 +21,10 @@ Shape::Shape(std::span<const std::int64_t> dims) {
 }
 
 std::int64_t Shape::size() const noexcept {
+  // A zero first: the product of the other dimensions may overflow (an empty
+  // IDX file's header, found by tests/fuzz/idx_reader_fuzz.cpp).
+  for (int i = 0; i < rank_; ++i)
+    if (dims_[i] == 0) return 0;
   std::int64_t n = 1;
   for (int i = 0; i < rank_; ++i) n *= dims_[i];
   return n;

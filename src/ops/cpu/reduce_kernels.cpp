@@ -58,9 +58,29 @@ using MaxOp = Eigen::internal::scalar_max_op<T, T, Eigen::PropagateNaN>;
 template <class T>
 using MinOp = Eigen::internal::scalar_min_op<T, T, Eigen::PropagateNaN>;
 
+// Sums of signed integers wrap around (two's complement), as NumPy's do for
+// a fixed dtype: Eigen's sum would overflow a signed type, which is undefined
+// behaviour (found by tests/fuzz/idx_reader_fuzz.cpp under UBSan).
+template <class T>
+struct WrappingSum {
+  T operator()(const T& a, const T& b) const noexcept {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  }
+};
+template <class T>
+constexpr bool kWraps = std::is_integral_v<T> && std::is_signed_v<T>;
+
 template <class T>
 void reduce_rows(Reduce op, const RowMat<T>& m, T* out) {
   OutVec<T> o(out, m.rows());
+  if constexpr (kWraps<T>) {
+    if (op == Reduce::sum || op == Reduce::mean) {
+      o = m.rowwise().redux(WrappingSum<T>());
+      if (op == Reduce::mean) o /= T(m.cols());
+      return;
+    }
+  }
   switch (op) {
     case Reduce::sum: o = m.rowwise().sum(); break;
     case Reduce::mean: o = m.rowwise().sum() / T(m.cols()); break;
@@ -72,6 +92,13 @@ void reduce_rows(Reduce op, const RowMat<T>& m, T* out) {
 template <class T>
 void reduce_cols(Reduce op, const RowMat<T>& m, T* out) {
   OutVec<T> o(out, m.cols());
+  if constexpr (kWraps<T>) {
+    if (op == Reduce::sum || op == Reduce::mean) {
+      o = m.colwise().redux(WrappingSum<T>()).transpose();
+      if (op == Reduce::mean) o /= T(m.rows());
+      return;
+    }
+  }
   switch (op) {
     case Reduce::sum: o = m.colwise().sum().transpose(); break;
     case Reduce::mean: o = m.colwise().sum().transpose() / T(m.rows()); break;
