@@ -85,6 +85,8 @@ void check(Shared& s, const Item& item) {
       violation(s, what);
     else
       ++s.closed_by_manager;
+  } catch (const Error& e) {  // e.g. a stale handle resolving to another array
+    violation(s, std::string("unexpected error: ") + e.what());
   }
 }
 
@@ -97,6 +99,8 @@ void tolerant(Shared& s, F&& f) {
     std::string what = e.what();
     if (what.find("auto-close") != std::string::npos || what.find("sweep") != std::string::npos) violation(s, what);
   } catch (const ManagerClosed&) {
+  } catch (const Error& e) {  // nothing else is legitimate here
+    violation(s, std::string("unexpected error: ") + e.what());
   }
 }
 
