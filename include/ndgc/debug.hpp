@@ -242,4 +242,30 @@ OrphanReport orphans();
 // The same, from a snapshot (one taken earlier, or read from JSON).
 OrphanReport orphans(const Snapshot& snapshot);
 
+// ---- leaked handles: what the trace detector closed ------------------------------------
+
+// Arrays the trace detector (DESIGN.md §8, ndgc::trace) closed because it
+// found their handles unreachable — a `new NDArray` never deleted, handles in
+// a dropped cycle of Collectables — grouped by creation site like orphans():
+// most bytes first; `managers` are the paths that held them when they were
+// closed; `uuids` keeps the first kLeakedUuidsPerSite of each site. Counted
+// since the start or reset_leaked_handles(); empty in programs that do not
+// run the detector.
+inline constexpr std::size_t kLeakedUuidsPerSite = 64;
+struct LeakedHandles {
+  std::uint64_t arrays = 0;
+  std::uint64_t bytes = 0;
+  std::vector<OrphanGroup> groups;
+
+  // A header line, then one line per site:
+  //   leaked handles: <n> arrays, <bytes> (<exact> B) closed by the trace detector
+  //       <arrays>  <bytes>  <file>:<line>  in <manager path>[, <manager path>...]
+  std::string to_text(std::size_t max_groups = kAllGroups) const;
+  std::string to_json(int indent = -1) const;
+  static LeakedHandles from_json(std::string_view json);
+  friend bool operator==(const LeakedHandles&, const LeakedHandles&) = default;
+};
+LeakedHandles leaked_handles();
+void reset_leaked_handles();
+
 }  // namespace ndgc::debug

@@ -128,7 +128,9 @@ namespace trace {
 
 // Leaked handles grouped by the creation site of their arrays, largest first
 // (by bytes, then by count). Counts every leaked handle whose array was still
-// open when the drain took it since the start or reset_leak_report().
+// open when the drain took it since the start or reset_leak_report(). A short
+// view of debug::leaked_handles(), which also has the managers, UUIDs and
+// JSON; reset_leak_report() resets both.
 struct LeakSite {
   std::string file;
   std::uint32_t line = 0;

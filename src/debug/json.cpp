@@ -345,10 +345,13 @@ Diff Diff::from_json(std::string_view json_text) {
   return d;
 }
 
-// ---- OrphanReport ---------------------------------------------------------------------------
+// ---- OrphanReport and LeakedHandles: groups by site ------------------------------------------
 
-std::string OrphanReport::to_json(int indent) const {
-  json j = header("ndgc.orphans");
+namespace {
+
+std::string site_groups_json(const char* format, std::uint64_t arrays, std::uint64_t bytes,
+                             const std::vector<OrphanGroup>& groups, int indent) {
+  json j = header(format);
   j["arrays"] = arrays;
   j["bytes"] = bytes;
   json list = json::array();
@@ -365,11 +368,11 @@ std::string OrphanReport::to_json(int indent) const {
   return text(j, indent);
 }
 
-OrphanReport OrphanReport::from_json(std::string_view json_text) {
-  const char* op = "debug::OrphanReport::from_json";
-  json doc = parse(json_text, "ndgc.orphans", op);
+template <class Report>
+Report site_groups_from_json(std::string_view json_text, const char* format, const char* op) {
+  json doc = parse(json_text, format, op);
   In in(doc, "", op);
-  OrphanReport r;
+  Report r;
   r.arrays = in["arrays"].u64();
   r.bytes = in["bytes"].u64();
   In groups = in["groups"];
@@ -381,6 +384,24 @@ OrphanReport OrphanReport::from_json(std::string_view json_text) {
     r.groups.push_back(std::move(out));
   }
   return r;
+}
+
+}  // namespace
+
+std::string OrphanReport::to_json(int indent) const {
+  return site_groups_json("ndgc.orphans", arrays, bytes, groups, indent);
+}
+
+OrphanReport OrphanReport::from_json(std::string_view json_text) {
+  return site_groups_from_json<OrphanReport>(json_text, "ndgc.orphans", "debug::OrphanReport::from_json");
+}
+
+std::string LeakedHandles::to_json(int indent) const {
+  return site_groups_json("ndgc.leaked_handles", arrays, bytes, groups, indent);
+}
+
+LeakedHandles LeakedHandles::from_json(std::string_view json_text) {
+  return site_groups_from_json<LeakedHandles>(json_text, "ndgc.leaked_handles", "debug::LeakedHandles::from_json");
 }
 
 }  // namespace ndgc::debug

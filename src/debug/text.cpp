@@ -107,9 +107,12 @@ std::string Diff::to_text(std::size_t max_groups) const {
   return out;
 }
 
-std::string OrphanReport::to_text(std::size_t max_groups) const {
-  std::string out =
-      fmt::format("orphans: {} arrays, {} ({} B) that no handle reaches\n", arrays, human(bytes), bytes);
+namespace {
+
+// Orphans and leaked handles: the same groups under different headers.
+std::string site_groups_text(std::string_view title, std::string_view meaning, std::uint64_t arrays,
+                             std::uint64_t bytes, const std::vector<OrphanGroup>& groups, std::size_t max_groups) {
+  std::string out = fmt::format("{}: {} arrays, {} ({} B) {}\n", title, arrays, human(bytes), bytes, meaning);
   if (groups.empty()) out += "  (none)\n";
   std::size_t shown = std::min(max_groups, groups.size());
   for (std::size_t i = 0; i < shown; ++i) {
@@ -119,6 +122,16 @@ std::string OrphanReport::to_text(std::size_t max_groups) const {
   }
   more_line(out, shown, groups.size());
   return out;
+}
+
+}  // namespace
+
+std::string OrphanReport::to_text(std::size_t max_groups) const {
+  return site_groups_text("orphans", "that no handle reaches", arrays, bytes, groups, max_groups);
+}
+
+std::string LeakedHandles::to_text(std::size_t max_groups) const {
+  return site_groups_text("leaked handles", "closed by the trace detector", arrays, bytes, groups, max_groups);
 }
 
 }  // namespace ndgc::debug

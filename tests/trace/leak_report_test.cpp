@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "trace_util.hpp"
 
@@ -35,8 +36,16 @@ TEST_CASE("leaked handles are grouped by creation site, largest first") {
     CHECK(report[0].file.find("leak_report_test.cpp") != std::string::npos);
     std::string text = trace::leak_report_text();
     CHECK(text.find("leak_report_test.cpp:" + std::to_string(kLineA)) != std::string::npos);
+    // The same report through the debug API, with the manager that held them.
+    debug::LeakedHandles leaked = debug::leaked_handles();
+    CHECK(leaked.arrays == 7);
+    REQUIRE(leaked.groups.size() == 2);
+    CHECK(leaked.groups[0].site.line == kLineA);
+    CHECK(leaked.groups[0].managers == std::vector<std::string>{"system/report"});
+    CHECK(leaked.to_text().find("leak_report_test.cpp:" + std::to_string(kLineB)) != std::string::npos);
     trace::reset_leak_report();
     CHECK(trace::leak_report().empty());
+    CHECK(debug::leaked_handles().arrays == 0);
     CHECK(trace::leak_report_text() == "no leaked handles found\n");
   });
 }
