@@ -1,6 +1,11 @@
 // Helpers shared by the test suites.
 #pragma once
 
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
 #include <ndgc/ndgc.hpp>
 
 namespace ndgc::test {
@@ -19,5 +24,21 @@ class AutoClose {
 };
 
 inline std::uint64_t host_bytes() { return memory::stats(Device::cpu()).current_bytes; }
+
+// Stress tests: closes one of the shared managers, chosen at random, after
+// putting a fresh base manager named `name` in its place (under `mu`, so
+// other threads never pick the closed one from the list; they may still hold
+// it, which is the point).
+inline void replace_and_close_one(std::mutex& mu, std::vector<ManagerRef>& managers, std::mt19937& rng,
+                                  const std::string& name) {
+  ManagerRef victim;
+  {
+    std::lock_guard lock(mu);
+    std::size_t k = rng() % managers.size();
+    victim = managers[k];
+    managers[k] = NDManager::new_base_manager(name).release();
+  }
+  victim.close();
+}
 
 }  // namespace ndgc::test

@@ -81,16 +81,7 @@ void worker(Shared& s, unsigned seed, int iterations) {
         if (!mine.empty()) mine.erase(mine.begin() + long(rng() % mine.size()));
         break;
       case 6:  // now and then, close a manager and open a fresh one in its place
-        if (rng() % 50 == 0) {
-          ManagerRef victim;
-          {
-            std::lock_guard lock(s.mu);
-            std::size_t k = rng() % s.managers.size();
-            victim = s.managers[k];
-            s.managers[k] = NDManager::new_base_manager("stress").release();
-          }
-          victim.close();
-        }
+        if (rng() % 50 == 0) test::replace_and_close_one(s.mu, s.managers, rng, "stress");
         break;
       case 7:  // toggle auto-close
         if (rng() % 100 == 0) (rng() % 2) ? gc::enable() : gc::disable();

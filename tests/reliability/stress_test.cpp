@@ -203,16 +203,7 @@ void worker(Shared& s, int self, unsigned seed) {
         if (rng() % 8 == 0) tolerant(s, [&] { (void)pick_shared(s, rng).managed_arrays().size(); });
         break;
       case 12:  // now and then, close a shared manager and open a fresh one in its place
-        if (rng() % 64 == 0) {
-          ManagerRef victim;
-          {
-            std::lock_guard lock(s.mu);
-            std::size_t k = rng() % s.managers.size();
-            victim = s.managers[k];
-            s.managers[k] = NDManager::new_base_manager("shared").release();
-          }
-          victim.close();
-        }
+        if (rng() % 64 == 0) test::replace_and_close_one(s.mu, s.managers, rng, "shared");
         break;
       case 13:  // toggle auto-close, drain, sweep
         switch (rng() % 64) {
