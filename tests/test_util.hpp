@@ -25,6 +25,14 @@ class AutoClose {
 
 inline std::uint64_t host_bytes() { return memory::stats(Device::cpu()).current_bytes; }
 
+// Stress tests: whether an ArrayClosed says auto-close or sweep closed the
+// array, which invariant 1 forbids for an array a handle reaches (a manager
+// close may legitimately close it).
+inline bool closed_by_reclaim(const ArrayClosed& e) {
+  const std::string what = e.what();
+  return what.find("auto-close") != std::string::npos || what.find("sweep") != std::string::npos;
+}
+
 // Stress tests: closes one of the shared managers, chosen at random, after
 // putting a fresh base manager named `name` in its place (under `mu`, so
 // other threads never pick the closed one from the list; they may still hold

@@ -32,8 +32,7 @@ void tolerant(Shared& s, F&& f) {
   try {
     f();
   } catch (const ArrayClosed& e) {
-    std::string what = e.what();
-    if (what.find("auto-close") != std::string::npos || what.find("sweep") != std::string::npos) ++s.autoclose_errors;
+    if (test::closed_by_reclaim(e)) ++s.autoclose_errors;
   } catch (const ManagerClosed&) {
   }
 }

@@ -96,8 +96,7 @@ void tolerant(Shared& s, F&& f) {
   try {
     f();
   } catch (const ArrayClosed& e) {
-    std::string what = e.what();
-    if (what.find("auto-close") != std::string::npos || what.find("sweep") != std::string::npos) violation(s, what);
+    if (test::closed_by_reclaim(e)) violation(s, e.what());
   } catch (const ManagerClosed&) {
   } catch (const Error& e) {  // nothing else is legitimate here
     violation(s, std::string("unexpected error: ") + e.what());
