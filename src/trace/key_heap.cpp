@@ -23,30 +23,47 @@
 //  - strong == 0: an orphan: its array is queued or already closed. Nothing
 //    to do but keep the key while the registry or the queue still hold weak
 //    units.
-// Then the finalizer re-registers itself, which is what keeps the memory: a
-// registered object is never reclaimed, and a finalized one is reclaimed by
-// the next collection that finds it unreachable. It skips that only once the
-// library has let go of the key (kKeyFreed).
+// Then the finalizer keeps the key: it puts it in the kept set, a hash set
+// in scanned memory, from which the collector reaches it from then on, so it
+// is neither reclaimed nor finalized again. It skips that once the library
+// has let go of the key (kKeyFreed).
+//
+// Why a set and not re-registering the finalizer (which also keeps the
+// memory): a re-registered key that nothing reaches is finalized again by
+// every collection, and re-registering can itself collect (Boehm collects
+// before growing its finalizer table, GC_grow_table). Under load that fed
+// GC_invoke_finalizers its own output: one drain ran finalizers and
+// collections without end (measured: the multi-threaded forced-collection
+// test hung in about one run in six, with the drain's thread collecting
+// from GC_register_finalizer inside GC_invoke_finalizers). A kept key costs
+// one set node and is looked at again only when it is freed. The finalizer
+// takes the set's lock and allocates: safe, because finalizers run on
+// demand, from the drain at a library entry, never inside an allocation or
+// under a library lock (collector.cpp); the collector never takes the lock.
+// If the node cannot be allocated, the finalizer re-registers instead.
+//
+// Keys found unreachable while the detector is off are kept the same way
+// and never looked at again: the detector reports only what it sees while on.
 //
 // Freeing (release_weak reached zero, on any thread) races with the
 // finalizer, which may be queued or running on the drain's thread. free_key
-// unregisters the finalizer under Boehm's lock and looks at what was there:
-//  - a finalizer was registered: no finalizer is queued or running, and none
-//    can start (it is gone): GC_free now.
-//  - none: the collector has queued it, or it is running. The memory stays
-//    valid until the finalizer is done, so set kKeyFreed and let the
-//    collector reclaim the key: the finalizer sees the flag and does not
-//    re-register, or, if it re-registered just before the flag was set, the
-//    next collection runs it again and it sees the flag then.
-// Either way the finalizer touches the key only before its final
-// re-registration, and free_key frees it only while it is registered, so
-// the key is never used after it is freed. A reference the leak entry holds
-// keeps weak above zero while the entry waits, so a queued key is never
-// freed either.
+// first unregisters the finalizer under Boehm's lock and looks at what was
+// there:
+//  - a finalizer was registered: none is queued or running, and none can
+//    start (it is gone): GC_free now.
+//  - none: the finalizer has run and kept the key, or it is queued or
+//    running. Under the set's lock: a kept key is taken out and freed;
+//    otherwise free_key sets kKeyFreed and leaves the key to the collector:
+//    the finalizer sees the flag under the same lock and neither keeps nor
+//    re-registers it, so the next collection reclaims it. The finalizer's
+//    own frame holds the key while it runs, so the memory stays valid.
+// A reference the leak entry holds keeps weak above zero while the entry
+// waits, so a queued key is never freed either.
 #include "trace/key_heap.hpp"
 
-#include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_set>
 
 #include <gc/gc.h>
 
@@ -67,7 +84,29 @@ namespace {
 
 void GC_CALLBACK finalize_key(void* obj, void* client_data);
 
-void keep(Key* key) noexcept { GC_register_finalizer_no_order(key, &finalize_key, nullptr, nullptr, nullptr); }
+void register_finalizer(Key* key) noexcept {
+  GC_register_finalizer_no_order(key, &finalize_key, nullptr, nullptr, nullptr);
+}
+
+// The kept set and its lock. The set lives in `new` memory (uncollectable
+// and scanned, global_new.cpp) and is never destroyed: keys may be freed
+// during static destruction.
+std::mutex g_kept_mu;
+std::unordered_set<Key*>& kept() {
+  static auto* set = new std::unordered_set<Key*>();
+  return *set;
+}
+
+// Keeps a finalized key that the library still needs (see the Note).
+void keep(Key* key) noexcept {
+  std::lock_guard lock(g_kept_mu);
+  if (key->flags.load(std::memory_order_acquire) & kKeyFreed) return;  // the collector reclaims it
+  try {
+    kept().insert(key);
+  } catch (const std::bad_alloc&) {
+    register_finalizer(key);  // no node: the finalizer's registration keeps it instead
+  }
+}
 
 void GC_CALLBACK finalize_key(void* obj, void*) {
   Key* key = static_cast<Key*>(obj);
@@ -80,7 +119,6 @@ void GC_CALLBACK finalize_key(void* obj, void*) {
       ndgc::detail::on_last_handle(key);  // its other handles died meanwhile
     }
   }
-  if (key->flags.load(std::memory_order_acquire) & kKeyFreed) return;
   keep(key);
 }
 
@@ -91,7 +129,7 @@ Key* allocate_key() {
   if (!p) throw std::bad_alloc();
   Key* key = new (p) Key();
   key->flags.store(kKeyTraced, std::memory_order_relaxed);
-  keep(key);
+  register_finalizer(key);
   poke();
   return key;
 }
@@ -104,11 +142,14 @@ void free_key(Key* key) noexcept {
   GC_finalization_proc old = nullptr;
   void* old_data = nullptr;
   GC_register_finalizer_no_order(key, nullptr, nullptr, &old, &old_data);
-  if (old) {
-    if (!std::getenv("NOFREE")) GC_free(key);
-  } else {
-    key->flags.fetch_or(kKeyFreed, std::memory_order_acq_rel);
+  if (!old) {
+    std::lock_guard lock(g_kept_mu);
+    if (kept().erase(key) == 0) {
+      key->flags.fetch_or(kKeyFreed, std::memory_order_acq_rel);  // its finalizer is queued or running
+      return;
+    }
   }
+  GC_free(key);
 }
 
 }  // namespace
