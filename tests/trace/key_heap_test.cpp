@@ -117,6 +117,29 @@ TEST_CASE("a leaked handle is counted once however many collections find it") {
   });
 }
 
+TEST_CASE("a key found unreachable is finalized once: later collections leave it alone") {
+  // Regression: a finalized key used to re-register its finalizer to keep
+  // its memory, so every collection finalized it again, and re-registering
+  // could itself collect; under threads one drain then ran finalizers and
+  // collections without end. A kept key is reachable from the kept set.
+  test::run_clean([] {
+    TraceOn on;
+    test::settle();
+    NDManager m = NDManager::new_base_manager("finalized-once");
+    void* raw = std::malloc(sizeof(NDArray));
+    REQUIRE(raw);
+    auto* hidden = ::new (raw) NDArray(m.ones({4}));  // its key looks unreachable
+    REQUIRE(collect_until([&] { return hidden->is_closed(); }));
+    test::settle();
+    const std::uint64_t finalized = trace::stats().finalizers_run;
+    for (int i = 0; i < 10; ++i) gc::collect();
+    CHECK(trace::stats().finalizers_run == finalized);
+    CHECK(hidden->handle_count() == 1);  // its key is still there
+    hidden->~NDArray();
+    std::free(raw);
+  });
+}
+
 TEST_CASE("keys made before the detector was on are freed by the ordinary heap") {
   NDManager m = NDManager::new_base_manager("before");
   NDArray early = m.ones({2});  // a key from the ordinary heap
