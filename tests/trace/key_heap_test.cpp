@@ -122,6 +122,38 @@ TEST_CASE("a leaked handle is counted and finalized once however many collection
   });
 }
 
+TEST_CASE("a key found unreachable while the detector is off is kept, not reported; its array stays open") {
+  test::run_clean([] {
+    test::AutoClose refcount(true);  // auto-close on, reference counting only
+    NDManager m = NDManager::new_base_manager("detector-off");
+    const std::uint64_t before = test::host_bytes();
+    void* raw = std::malloc(sizeof(NDArray));
+    REQUIRE(raw);
+    NDArray* hidden = nullptr;
+    {
+      TraceOn on;  // a traced key, then back to reference counting
+      hidden = ::new (raw) NDArray(m.ones({4}));
+    }
+    const std::uint64_t leaked = gc::stats().leaked_handles;
+    const std::uint64_t finalized = trace::stats().finalizers_run;
+    REQUIRE(collect_until([&] { return trace::stats().finalizers_run > finalized; }));  // found unreachable
+    for (int i = 0; i < 3; ++i) {
+      gc::collect();
+      test::churn();  // new keys would take a key's memory had the collector reclaimed it
+    }
+    CHECK(gc::stats().leaked_handles == leaked);
+    CHECK(hidden->handle_count() == 1);
+    CHECK_FALSE(hidden->is_closed());
+    CHECK(hidden->sum().item<float>() == 4.0f);  // the key was kept: the handle still resolves
+    hidden->~NDArray();  // the last handle: reference counting closes the array, the kept key is freed
+    std::free(raw);
+    gc::poll();
+    test::collect_until([&] { return m.array_count() == 0; }, 3);
+    CHECK(m.array_count() == 0);
+    CHECK(test::host_bytes() == before);
+  });
+}
+
 TEST_CASE("keys made before the detector was on are freed by the ordinary heap") {
   NDManager m = NDManager::new_base_manager("before");
   NDArray early = m.ones({2});  // a key from the ordinary heap

@@ -27,6 +27,7 @@
 #include <gc/gc.h>
 
 #include "core/key.hpp"
+#include "test_util.hpp"
 
 namespace ndgc::test {
 
@@ -91,7 +92,5 @@ inline bool collect_until(const std::function<bool()>& done, int tries = 20) {
   }
   return false;
 }
-
-inline std::uint64_t host_bytes() { return memory::stats(Device::cpu()).current_bytes; }
 
 }  // namespace ndgc::test
