@@ -11,6 +11,11 @@
 // lives until its manager closes (DJL semantics); gc::sweep() closes arrays
 // orphaned while it was off. Library-internal references (NDList, autograd
 // tape, parameters) are handles too, so "no handle" means no reference at all.
+//
+// A library call drains a bounded batch (a few hundred arrays) and returns, so
+// it never pays for orphans that other threads keep making while it runs;
+// what is left is closed by the following calls. poll() and sweep() close
+// everything orphaned before they were called, then return.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +34,9 @@ void disable();
 bool enabled() noexcept;
 Detector detector() noexcept;
 
-// Drains the reclaim queue now. Returns the number of arrays closed.
+// Drains the reclaim queue now: closes every array orphaned before the call
+// (waiting for a drain in progress on another thread), not the ones other
+// threads orphan meanwhile. Returns the number of arrays closed.
 std::uint64_t poll();
 // Closes every open array that no handle reaches, whatever the switch says.
 // Returns the number of arrays closed.

@@ -7,12 +7,39 @@
 // next enters the library: every public entry point calls enter() first,
 // which is one relaxed load of the head when the queue is empty. A non-empty
 // queue is drained by one thread at a time; a thread that finds another
-// draining goes on without waiting, and the drainer re-checks the head after
-// it lets go, so nothing pushed meanwhile is left behind.
+// draining goes on without waiting (Note [Drain hand-off] says why nothing
+// it pushed is then lost).
 // Draining happens only at entry points, before the entry point takes any
 // library lock or pins any array, so a drain never runs inside another
 // operation's critical section. Library code calls internal functions, which
 // do not drain.
+//
+// Note [Bounded drains]
+// A drain at an entry point closes at most kDrainBatch keys and returns, so a
+// call pays for a bounded share of the orphans it finds, never for the ones
+// other threads keep making while it runs (a drain that looped until the
+// queue was empty once held one zeros() call for 3.6 s). Keys it took from
+// the head but had no budget for stay in a backlog that only the drain-flag
+// holder touches; a sentinel key on the head marks a non-empty backlog, so
+// the fast path stays one load of the head. poll(), sweep(), collect(), a
+// memory-pressure retry (drain_now) take the flag, waiting for it, and close
+// the backlog and one snapshot of the head: everything orphaned before they
+// were called, and nothing that other threads orphan afterwards. Threads at
+// entry points step aside while one of them waits, so it cannot starve.
+//
+// Note [Drain hand-off]
+// A thread that pushed a key and then finds the flag taken leaves the key to
+// the holder; the holder, after it clears the flag, looks at the head again.
+// Each side stores to one location and then reads the other (push, then read
+// the flag; clear the flag, then read the head): a store followed by a load
+// of another location may be reordered, even on x86, and then both sides can
+// miss each other and an orphan waits for some unrelated later call. A
+// seq_cst fence sits between the two accesses on both sides, so in the
+// fences' single total order one of them comes first: either the holder's
+// second look sees the key, or the pusher's exchange sees the flag cleared
+// and it drains itself. The holder closes what it sees while its budget
+// lasts; what remains then is on the head, where the next call on any thread
+// finds it (invariant 2).
 //
 // The head and every link are stored hidden (key.hpp), so a tracing collector
 // does not see queued keys as reachable.
@@ -42,6 +69,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/key.hpp"
@@ -54,10 +82,13 @@ void reclaim_queue_push(Key* key) noexcept;
 // Makes the next enter() drain and the drain run TraceHooks::on_wake.
 // See Note [Drain wake-ups].
 void reclaim_queue_wake() noexcept;
-// Drains if the queue is not empty and nobody else is draining.
+// Keys one entry-point drain closes at most. See Note [Bounded drains].
+inline constexpr std::size_t kDrainBatch = 512;
+
+// Drains up to kDrainBatch keys if nobody else is draining.
 void drain_slow() noexcept;
-// Drains, waiting for a concurrent drainer first (memory pressure, poll()).
-// Returns the number of arrays closed.
+// Waits for the drain flag, then closes everything queued before the call
+// (memory pressure, poll(), sweep(), collect()). Returns the arrays closed.
 std::uint64_t drain_now() noexcept;
 
 inline void enter() noexcept {
