@@ -163,7 +163,7 @@ void agree_or_throw(detail::Communicator& mpi, Header& h, const Local& local, Cl
                             invalid_rank));
 }
 
-void check_gpu_supported(const ndgc::detail::ArrayImpl& a, const char* op) {
+void check_gpu_supported(const ndgc::detail::ArrayImpl& a, [[maybe_unused]] const char* op) {
   if (a.device.is_cpu()) return;
 #if !NDGC_HAVE_NCCL
   throw DistributedError(fmt::format(
