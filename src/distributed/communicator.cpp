@@ -108,7 +108,7 @@ Communicator::~Communicator() {
 std::string Communicator::where() const { return fmt::format("rank {} of {}", rank_, size_); }
 
 Clock::time_point Communicator::deadline() const {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds()));
 }
 
 void Communicator::check_usable(const char* collective) const {
@@ -143,12 +143,12 @@ void Communicator::wait_all(std::vector<MPI_Request>& requests, const Header& he
     if (test_all(requests, header)) return;
     if (polls % kPollsPerCheck == 0) {
       if (Clock::now() > deadline) {
-        broken_reason_ = fmt::format("{} (call {}) timed out", name_of(header.collective), header.sequence);
+        mark_broken(fmt::format("{} (call {}) timed out", name_of(header.collective), header.sequence));
         abandoned_.push_back({std::move(requests), std::move(keep)});
         fail(header, fmt::format(
                          "timed out after {} s waiting for the other ranks (a rank crashed, hangs, or skipped this "
                          "collective); NDGC_DIST_TIMEOUT sets the limit. The group is broken now: end the job",
-                         timeout_));
+                         timeout_seconds()));
       }
       std::this_thread::yield();
     }

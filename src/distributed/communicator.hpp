@@ -25,9 +25,11 @@
 // later collective throws at once. At exit a broken group is not freed (its
 // requests are still pending) and MPI_Finalize is left to mpirun's clean-up.
 //
-// Thread-safety: every member is used under `mu`.
+// Thread-safety: every member is used under `mu`, but for the atomic
+// time-out and broken flag, which ProcessGroup reads without it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -81,11 +83,14 @@ class Communicator {
   // "rank 1 of 2"
   std::string where() const;
 
-  double timeout_seconds() const noexcept { return timeout_; }
-  void set_timeout(double seconds) noexcept { timeout_ = seconds; }
+  double timeout_seconds() const noexcept { return timeout_.load(std::memory_order_relaxed); }
+  void set_timeout(double seconds) noexcept { timeout_.store(seconds, std::memory_order_relaxed); }
   Clock::time_point deadline() const;
-  bool broken() const noexcept { return !broken_reason_.empty(); }
-  void mark_broken(std::string reason) { broken_reason_ = std::move(reason); }
+  bool broken() const noexcept { return broken_.load(std::memory_order_acquire); }
+  void mark_broken(std::string reason) {
+    broken_reason_ = std::move(reason);
+    broken_.store(true, std::memory_order_release);
+  }
   // DistributedError when broken (see Note [Time-outs]).
   void check_usable(const char* collective) const;
 
@@ -109,8 +114,9 @@ class Communicator {
   std::shared_ptr<Environment> env_;  // outlives comm_; see Note [One MPI environment]
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  double timeout_;
+  std::atomic<double> timeout_;      // read without the mutex by ProcessGroup::timeout()
   std::uint64_t sequence_ = 0;
+  std::atomic<bool> broken_{false};  // read without the mutex by ProcessGroup::broken()
   std::string broken_reason_;
   struct Abandoned {
     std::vector<MPI_Request> requests;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "distributed_test_util.hpp"
+#include "support/options.hpp"
 
 namespace ndgc {
 namespace {
@@ -241,6 +242,11 @@ TEST_CASE("all_reduce_async: several in flight, waited in any order") {
   CHECK(b.to_vector<double>() == std::vector<double>(10, 2.0));
   distributed::Work empty;
   CHECK_THROWS_AS(empty.wait(), InvalidArgument);
+}
+
+TEST_CASE("NDGC_DIST_TIMEOUT is the groups' initial time-out (ctest sets it to 30 for the size-1 run)") {
+  const char* env = std::getenv("NDGC_DIST_TIMEOUT");
+  CHECK(support::options().dist_timeout == (env ? std::atof(env) : 600.0));
 }
 
 TEST_CASE("set_timeout refuses a non-positive time-out") {
