@@ -85,13 +85,24 @@ class ArrayDataset : public Dataset {
   ArrayDataset& set_prefetch(int depth);  // >= 0; 0: batches are made on the consumer's thread
   // At most `limit` batches per epoch (0: all), for quick runs.
   ArrayDataset& set_limit_batches(std::int64_t limit);
+  // Data-parallel sharding (a distributed sampler): this process is `rank`
+  // of `ranks`. Every rank draws the same epoch order (same seed), cut into
+  // global batches of batch_size() × ranks rows; rank r takes the r-th of
+  // `ranks` consecutive, near-equal parts of each. So the ranks' batches are
+  // disjoint, together cover the epoch, and batch i of every rank is one
+  // slice of the same global batch, as one process with batch_size() × ranks
+  // would see it. A last global batch with fewer than `ranks` rows is dropped
+  // (every rank must have rows). (0, 1): no sharding, the default.
+  ArrayDataset& set_shard(int rank, int ranks);
+  int shard_rank() const noexcept { return shard_rank_; }
+  int shard_count() const noexcept { return shard_count_; }
   std::int64_t batch_size() const noexcept { return batch_size_; }
   bool shuffle() const noexcept { return shuffle_; }
   std::uint64_t seed() const noexcept { return seed_; }
   bool drop_last() const noexcept { return drop_last_; }
   int prefetch() const noexcept { return prefetch_; }
   std::int64_t limit_batches() const noexcept { return limit_batches_; }
-  // Batches per epoch with the current settings.
+  // Batches per epoch with the current settings (the same on every shard).
   std::int64_t batch_count() const;
   // The sample indices of each batch of epoch `epoch`, as batches() uses them.
   std::vector<std::vector<std::int64_t>> epoch_plan(std::int64_t epoch) const;
@@ -110,6 +121,7 @@ class ArrayDataset : public Dataset {
   bool drop_last_ = false;
   int prefetch_ = 0;
   std::int64_t limit_batches_ = 0;
+  int shard_rank_ = 0, shard_count_ = 1;
 };
 
 // An input range of Batch (each produced once, handed to the consumer by

@@ -33,6 +33,9 @@ class WorkspaceError : public Error { using Error::Error; };
 class InvalidArgument : public Error { using Error::Error; };
 // Malformed or missing input files (datasets, model files).
 class DataError : public Error { using Error::Error; };
+// A collective that failed (ndgc/distributed.hpp): ranks that disagree on the
+// array, a time-out, an MPI or NCCL error. Names this rank and the collective.
+class DistributedError : public Error { using Error::Error; };
 
 // An allocation that would exceed a memory limit, after the reclaim queue was
 // drained and the allocation retried.

@@ -63,6 +63,12 @@ class Metric {
   // A fresh metric of the same kind (the trainer keeps one for training and
   // one for validation).
   virtual std::unique_ptr<Metric> clone() const = 0;
+  // Data-parallel training: the running totals value() is computed from, so
+  // the trainer can sum them over ranks at the end of each epoch and every
+  // rank reports the metric of the whole epoch. Empty (the default): the
+  // metric stays per rank.
+  virtual std::vector<double> totals() const { return {}; }
+  virtual void set_totals(const std::vector<double>& /*totals*/) {}
 
  private:
   std::string name_;
@@ -77,6 +83,10 @@ class Accuracy : public Metric {
   void update(const NDList& labels, const NDList& predictions, double loss) override;
   double value() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<Accuracy>(name()); }
+  std::vector<double> totals() const override { return {double(correct_), double(total_)}; }
+  void set_totals(const std::vector<double>& t) override {
+    correct_ = std::int64_t(t.at(0)), total_ = std::int64_t(t.at(1));
+  }
 
  private:
   std::int64_t correct_ = 0, total_ = 0;
@@ -90,6 +100,8 @@ class LossMetric : public Metric {
   void update(const NDList& labels, const NDList& predictions, double loss) override;
   double value() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<LossMetric>(name()); }
+  std::vector<double> totals() const override { return {sum_, double(rows_)}; }
+  void set_totals(const std::vector<double>& t) override { sum_ = t.at(0), rows_ = std::int64_t(t.at(1)); }
 
  private:
   double sum_ = 0;
@@ -171,6 +183,27 @@ class ProgressListener : public TrainingListener {
   std::chrono::steady_clock::time_point start_;
 };
 
+// ---- data-parallel hook --------------------------------------------------------------
+
+// How a Trainer takes part in data-parallel training without the training
+// layer depending on MPI: ndgc::distributed implements it
+// (distributed::make_gradient_reducer in ndgc/distributed.hpp). Every call is
+// collective: each rank makes it at the same point of its loop.
+class GradientReducer {
+ public:
+  virtual ~GradientReducer() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Makes every rank's parameters equal to rank 0's, bit for bit.
+  virtual void broadcast_parameters(const NDList& parameters) = 0;
+  // After backward(), with this rank's batch of `rows` rows: each
+  // parameter's gradient g_r becomes sum_r(rows_r · g_r) / sum_r(rows_r), the
+  // gradient of the mean loss over every rank's rows together.
+  virtual void reduce_gradients(const NDList& parameters, std::int64_t rows) = 0;
+  // Element-wise sums over ranks, in place (the metrics' totals).
+  virtual void sum(std::vector<double>& values) = 0;
+};
+
 // ---- the trainer ------------------------------------------------------------------
 
 struct TrainingConfig {
@@ -178,6 +211,12 @@ struct TrainingConfig {
   std::shared_ptr<nn::Optimizer> optimizer;  // required
   std::vector<std::shared_ptr<const Metric>> metrics;  // besides the loss, which is always measured
   std::vector<std::shared_ptr<TrainingListener>> listeners;
+  // Data-parallel training when set: the Trainer broadcasts the parameters
+  // from rank 0 when it is made, reduces the gradients after each backward
+  // pass, and sums the metrics' totals over ranks at each epoch's end. Give
+  // each rank its shard of the data (ArrayDataset::set_shard). Listeners run
+  // on every rank: let one rank write files (reducer->rank() == 0).
+  std::shared_ptr<GradientReducer> gradient_reducer;
 };
 
 class Trainer {
@@ -217,6 +256,7 @@ class Trainer {
   void notify_training_end();
 
  private:
+  void reduce_metrics(bool validated);
   Model& model_;
   TrainingConfig config_;
   NDManager manager_;

@@ -69,12 +69,27 @@ ArrayDataset& ArrayDataset::set_limit_batches(std::int64_t limit) {
   return *this;
 }
 
+ArrayDataset& ArrayDataset::set_shard(int rank, int ranks) {
+  if (ranks <= 0 || rank < 0 || rank >= ranks)
+    throw InvalidArgument(fmt::format("set_shard: rank {} of {} is not a shard (0 <= rank < ranks)", rank, ranks));
+  shard_rank_ = rank;
+  shard_count_ = ranks;
+  return *this;
+}
+
 std::int64_t ArrayDataset::batch_count() const {
-  return detail::batch_count(rows_, batch_size_, drop_last_, limit_batches_);
+  const std::int64_t global = batch_size_ * shard_count_;
+  std::int64_t count = detail::batch_count(rows_, global, drop_last_, limit_batches_);
+  // See set_shard: a global batch too short to give every rank a row is dropped.
+  if (count > 0 && shard_count_ > 1 && rows_ - (count - 1) * global < shard_count_) --count;
+  return count;
 }
 
 std::vector<std::vector<std::int64_t>> ArrayDataset::epoch_plan(std::int64_t epoch) const {
-  return detail::split_batches(detail::epoch_order(rows_, shuffle_, seed_, epoch), batch_size_, batch_count());
+  auto plan = detail::split_batches(detail::epoch_order(rows_, shuffle_, seed_, epoch), batch_size_ * shard_count_,
+                                    batch_count());
+  if (shard_count_ == 1) return plan;
+  return detail::shard_batches(plan, shard_rank_, shard_count_);
 }
 
 BatchRange ArrayDataset::batches(const ManagerRef& parent, std::int64_t epoch) const {

@@ -58,4 +58,16 @@ std::vector<std::vector<std::int64_t>> split_batches(const std::vector<std::int6
   return plan;
 }
 
+std::vector<std::vector<std::int64_t>> shard_batches(const std::vector<std::vector<std::int64_t>>& plan, int rank,
+                                                     int ranks) {
+  std::vector<std::vector<std::int64_t>> shards;
+  shards.reserve(plan.size());
+  for (const auto& batch : plan) {
+    const auto n = std::int64_t(batch.size());
+    const std::int64_t begin = rank * n / ranks, end = (rank + 1) * n / ranks;
+    shards.emplace_back(batch.begin() + begin, batch.begin() + end);
+  }
+  return shards;
+}
+
 }  // namespace ndgc::data::detail

@@ -29,4 +29,10 @@ std::int64_t batch_count(std::int64_t n, std::int64_t batch_size, bool drop_last
 std::vector<std::vector<std::int64_t>> split_batches(const std::vector<std::int64_t>& order,
                                                      std::int64_t batch_size, std::int64_t count);
 
+// Rank `rank`'s part of each batch of `plan`: of a batch of n rows, rows
+// [rank·n/ranks, (rank+1)·n/ranks) (consecutive, sizes differing by at most
+// one). The ranks' parts are disjoint and cover every batch.
+std::vector<std::vector<std::int64_t>> shard_batches(const std::vector<std::vector<std::int64_t>>& plan, int rank,
+                                                     int ranks);
+
 }  // namespace ndgc::data::detail

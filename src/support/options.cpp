@@ -24,6 +24,7 @@ constexpr OptionInfo kTable[] = {
     {"NDGC_GPU_MAX_BYTES", "0", "per-GPU memory limit (0: none)"},
     {"NDGC_MAX_PHYSICAL_BYTES", "0", "process resident-size limit (0: none)"},
     {"NDGC_DATA_DIR", "", "where datasets are read from (default /usr/share/datasets)"},
+    {"NDGC_DIST_TIMEOUT", "600", "seconds a collective (ndgc::distributed) waits for the other ranks"},
 };
 
 std::string env(const char* name) {
@@ -51,6 +52,12 @@ Options parse() {
   o.gpu_max_bytes = env_size("NDGC_GPU_MAX_BYTES");
   o.max_physical_bytes = env_size("NDGC_MAX_PHYSICAL_BYTES");
   o.data_dir = env("NDGC_DATA_DIR");
+  if (std::string t = env("NDGC_DIST_TIMEOUT"); !t.empty()) {
+    char* end = nullptr;
+    o.dist_timeout = std::strtod(t.c_str(), &end);
+    if (end == t.c_str() || *end != '\0' || !(o.dist_timeout > 0))
+      throw InvalidArgument(fmt::format("NDGC_DIST_TIMEOUT='{}' is not a positive number of seconds", t));
+  }
   return o;
 }
 

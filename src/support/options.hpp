@@ -19,6 +19,7 @@ struct Options {
   std::uint64_t gpu_max_bytes = 0;      // NDGC_GPU_MAX_BYTES
   std::uint64_t max_physical_bytes = 0; // NDGC_MAX_PHYSICAL_BYTES
   std::string data_dir;                 // NDGC_DATA_DIR, "" = the default location
+  double dist_timeout = 600;            // NDGC_DIST_TIMEOUT, seconds
 };
 
 // Parsed once; throws InvalidArgument for a malformed value.

@@ -33,6 +33,7 @@ Trainer::Trainer(Model& model, TrainingConfig config) : model_(model), config_(s
   make_metrics(config_, train_metrics_);
   make_metrics(config_, validate_metrics_);
   manager_ = model_.manager().new_sub_manager("trainer");
+  if (config_.gradient_reducer) config_.gradient_reducer->broadcast_parameters(parameter_arrays_);
 }
 
 Trainer::~Trainer() = default;
@@ -56,6 +57,7 @@ double Trainer::train_batch(const data::Batch& batch, std::int64_t epoch) {
     collector.backward(loss);
     loss_value = loss.item<double>();
   }
+  if (config_.gradient_reducer) config_.gradient_reducer->reduce_gradients(parameter_arrays_, batch.size);
   step();
   for (auto& m : train_metrics_) m->update(batch.labels, predictions, loss_value);
   const BatchResult result{epoch, batch.index, batch.size, loss_value, true};
@@ -73,6 +75,29 @@ double Trainer::validate_batch(const data::Batch& batch, std::int64_t epoch) {
   return loss_value;
 }
 
+// Sums every metric's totals over ranks in one call (the same metrics, in
+// the same order, on every rank). Metrics without totals stay per rank.
+void Trainer::reduce_metrics(bool validated) {
+  std::vector<Metric*> metrics;
+  for (auto& m : train_metrics_) metrics.push_back(m.get());
+  if (validated)
+    for (auto& m : validate_metrics_) metrics.push_back(m.get());
+  std::vector<double> all;
+  std::vector<std::size_t> counts;
+  for (Metric* m : metrics) {
+    std::vector<double> t = m->totals();
+    counts.push_back(t.size());
+    all.insert(all.end(), t.begin(), t.end());
+  }
+  config_.gradient_reducer->sum(all);
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    if (counts[i] > 0)
+      metrics[i]->set_totals(std::vector<double>(all.begin() + std::ptrdiff_t(at), all.begin() + std::ptrdiff_t(at + counts[i])));
+    at += counts[i];
+  }
+}
+
 void Trainer::notify_training_begin() {
   for (auto& l : config_.listeners) l->on_training_begin(*this);
 }
@@ -84,6 +109,7 @@ void Trainer::notify_epoch_begin(std::int64_t epoch) {
 }
 
 void Trainer::notify_epoch_end(std::int64_t epoch, bool validated) {
+  if (config_.gradient_reducer) reduce_metrics(validated);
   std::map<std::string, double> row;
   for (auto& m : train_metrics_) row["train_" + m->name()] = m->value();
   if (validated)

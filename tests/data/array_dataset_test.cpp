@@ -186,3 +186,38 @@ TEST_CASE("ArrayDataset: unshuffled batches follow the rows; shuffled ones are r
   other.set_shuffle(true, 43);
   CHECK(epoch(other, 0) != e0);
 }
+
+TEST_CASE("set_shard: every rank's batches are slices of the same global batches, disjoint and covering") {
+  NDManager m = NDManager::new_base_manager("ds");
+  data::ArrayDataset whole = numbered(m, 23);
+  whole.set_batch_size(6).set_shuffle(true, 9);  // 3 ranks x 2 rows
+  for (int rank = 0; rank < 3; ++rank) CHECK_THROWS_AS(data::ArrayDataset(whole).set_shard(rank, 0), InvalidArgument);
+  CHECK_THROWS_WITH_AS(data::ArrayDataset(whole).set_shard(3, 3), doctest::Contains("rank 3 of 3"), InvalidArgument);
+  std::vector<data::ArrayDataset> ranks(3, whole);
+  for (int r = 0; r < 3; ++r) {
+    ranks[std::size_t(r)].set_batch_size(2).set_shard(r, 3);
+    CHECK(ranks[std::size_t(r)].shard_rank() == r);
+    CHECK(ranks[std::size_t(r)].shard_count() == 3);
+  }
+  // 23 rows in global batches of 6: 3 full ones and one of 5, which every rank shares.
+  CHECK(ranks[0].batch_count() == 4);
+  for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+    const auto global = whole.epoch_plan(epoch);
+    for (std::size_t b = 0; b < global.size(); ++b) {
+      std::vector<std::int64_t> joined;
+      for (auto& ds : ranks) {
+        const auto part = ds.epoch_plan(epoch)[b];
+        CHECK_FALSE(part.empty());
+        joined.insert(joined.end(), part.begin(), part.end());
+      }
+      CHECK(joined == global[b]);
+    }
+  }
+  // A last global batch with fewer rows than ranks is dropped: 19 = 3 x 6 + 1.
+  data::ArrayDataset short_tail = numbered(m, 19);
+  short_tail.set_batch_size(2).set_shard(2, 3);
+  CHECK(short_tail.batch_count() == 3);
+  std::int64_t seen = 0;
+  for (data::Batch& b : short_tail.batches(m, 0)) seen += b.size;
+  CHECK(seen == 6);
+}

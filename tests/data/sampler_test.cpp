@@ -66,3 +66,23 @@ TEST_CASE("batch_count and split_batches") {
   CHECK(plan[0] == std::vector<std::int64_t>{0, 1, 2});
   CHECK(plan[3] == std::vector<std::int64_t>{9});
 }
+
+TEST_CASE("shard_batches: consecutive, near-equal parts that are disjoint and cover each batch") {
+  const std::vector<std::vector<std::int64_t>> plan{{0, 1, 2, 3, 4, 5, 6}, {7, 8, 9}, {10}};
+  for (int ranks : {1, 2, 3}) {
+    CAPTURE(ranks);
+    std::vector<std::vector<std::vector<std::int64_t>>> shards;
+    for (int r = 0; r < ranks; ++r) shards.push_back(shard_batches(plan, r, ranks));
+    for (std::size_t b = 0; b < plan.size(); ++b) {
+      std::vector<std::int64_t> joined;
+      for (int r = 0; r < ranks; ++r) {
+        const auto& part = shards[std::size_t(r)][b];
+        CHECK(std::int64_t(part.size()) >= std::int64_t(plan[b].size()) / ranks);
+        CHECK(std::int64_t(part.size()) <= std::int64_t(plan[b].size()) / ranks + 1);
+        joined.insert(joined.end(), part.begin(), part.end());
+      }
+      CHECK(joined == plan[b]);  // in order: disjoint and covering
+    }
+  }
+  CHECK(shard_batches(plan, 1, 2)[0] == std::vector<std::int64_t>{3, 4, 5, 6});
+}

@@ -1,0 +1,195 @@
+// The data-parallel gradient reducer: training::GradientReducer over a
+// ProcessGroup, with gradients all-reduced in fused buckets.
+//
+// Note [Data-parallel layering]
+// training (the layer below distributed in DESIGN.md §2) must not depend on
+// MPI, which ndgc::distributed makes optional. So training declares the hook
+// it calls (training::GradientReducer: broadcast the parameters, reduce the
+// gradients, sum the metrics) and this file, the one place in distributed
+// that knows training, implements it. The core library never links MPI.
+//
+// Note [Gradient buckets]
+// One all-reduce per parameter costs one latency per parameter; PyTorch's
+// DDP fuses gradients into 25 MiB buckets, Horovod into a 64 MiB buffer.
+// Here the parameters are grouped once, in reverse order (the order backward
+// produces their gradients), by device and dtype, into buckets of at most
+// `bucket_bytes` (a larger parameter gets a bucket to itself). Each bucket is
+// a contiguous array in the reducer's own manager ("gradient buckets"), made
+// once: a step creates no arrays. Per step, each bucket is packed (the
+// gradients copied in, scaled by this rank's rows), its non-blocking
+// all-reduce started at once, and the next bucket packed while it travels;
+// then each is waited for, divided by the total rows and unpacked. The first
+// bucket carries one extra element, this rank's row count, so the total
+// rows arrive with the gradients, in the same call.
+// The reduction starts after backward() returns: autograd has no per-
+// parameter "gradient ready" hook yet, so communication overlaps the packing
+// of later buckets, not the backward pass itself (PyTorch's DDP overlaps
+// both, through autograd hooks).
+// Every rank adds the same numbers in the same MPI reduction, so all ranks
+// get the same bits (MPI's tuned and libnbc all-reduces compute each element
+// once and distribute it, or add in rank order on every rank), and the
+// optimizer, deterministic per element, keeps the parameters identical.
+//
+// Thread-safety: one training thread at a time, like the Trainer.
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/registry.hpp"
+#include "ndgc/distributed.hpp"
+#include "ndgc/error.hpp"
+#include "ndgc/manager.hpp"
+#include "ops/op_support.hpp"
+
+namespace ndgc::distributed {
+namespace {
+
+using ndgc::detail::Pinned;
+
+struct Bucket {
+  NDArray buffer;                    // 1-D, in the reducer's manager
+  std::vector<std::size_t> members;  // indices into the parameter list
+  std::vector<std::int64_t> offsets; // element offset of each member
+  bool carries_rows = false;         // the last element is the row count
+};
+
+class BucketedReducer final : public training::GradientReducer {
+ public:
+  BucketedReducer(ProcessGroup group, std::size_t bucket_bytes)
+      : group_(std::move(group)), bucket_bytes_(bucket_bytes) {
+    if (bucket_bytes_ == 0) throw InvalidArgument("make_gradient_reducer: bucket_bytes must be positive");
+  }
+
+  int rank() const override { return group_.rank(); }
+  int size() const override { return group_.size(); }
+
+  void broadcast_parameters(const NDList& parameters) override {
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      NDArray p = parameters[i];
+      group_.broadcast(p, 0);
+    }
+  }
+
+  void reduce_gradients(const NDList& parameters, std::int64_t rows) override {
+    if (buckets_.empty() || parameters.size() != planned_for_) plan(parameters);
+    std::vector<NDArray> gradients;
+    gradients.reserve(parameters.size());
+    for (std::size_t i = 0; i < parameters.size(); ++i) gradients.push_back(parameters[i].gradient());
+    std::vector<Work> works;
+    works.reserve(buckets_.size());
+    for (Bucket& b : buckets_) {
+      pack(b, gradients, rows);
+      works.push_back(group_.all_reduce_async(b.buffer, ReduceOp::sum));
+    }
+    double total = 0;
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      works[k].wait();
+      if (buckets_[k].carries_rows) total = last_element(buckets_[k].buffer);
+      unpack(buckets_[k], gradients, total);
+    }
+  }
+
+  void sum(std::vector<double>& values) override {
+    if (values.empty()) return;
+    if (!metrics_manager_.defined()) metrics_manager_ = NDManager::new_base_manager("distributed metrics");
+    NDArray a = metrics_manager_.create(values);
+    group_.all_reduce(a, ReduceOp::sum);
+    values = a.to_vector<double>();
+    a.close();
+  }
+
+ private:
+  // See Note [Gradient buckets].
+  void plan(const NDList& parameters) {
+    buckets_.clear();
+    planned_for_ = parameters.size();
+    if (parameters.size() == 0) return;
+    struct Open {
+      Bucket bucket;
+      DataType dtype;
+      Device device;
+      std::int64_t elements = 0;
+    };
+    std::vector<Open> done;
+    std::optional<Open> open;
+    for (std::size_t j = parameters.size(); j-- > 0;) {
+      const NDArray& p = parameters[j];
+      const DataType dtype = p.dtype();
+      const Device device = p.device();
+      const std::int64_t n = p.size();
+      const bool fits = open && open->dtype == dtype && open->device == device &&
+                        std::size_t(open->elements + n) * size_of(dtype) <= bucket_bytes_;
+      if (open && !fits) done.push_back(std::move(*open)), open.reset();
+      if (!open) open = Open{Bucket{}, dtype, device, 0};
+      open->bucket.members.push_back(j);
+      open->bucket.offsets.push_back(open->elements);
+      open->elements += n;
+    }
+    done.push_back(std::move(*open));
+    done.front().bucket.carries_rows = true;
+    manager_ = NDManager::new_base_manager("gradient buckets", done.front().device);
+    for (Open& o : done) {
+      if (o.device != done.front().device)
+        throw InvalidArgument("make_gradient_reducer: the model's parameters are on several devices; give each rank "
+                              "one device");
+      o.bucket.buffer = manager_.zeros(Shape{o.elements + (o.bucket.carries_rows ? 1 : 0)}, o.dtype);
+      o.bucket.buffer.set_name(fmt::format("gradient bucket {}", buckets_.size()));
+      buckets_.push_back(std::move(o.bucket));
+    }
+  }
+
+  static void pack(Bucket& b, const std::vector<NDArray>& gradients, std::int64_t rows) {
+    Pinned buffer(b.buffer, "reduce_gradients");
+    ops::Engine& engine = ops::engine(buffer->device);
+    const DataType dtype = buffer->dtype;
+    char* base = static_cast<char*>(buffer->data());
+    for (std::size_t m = 0; m < b.members.size(); ++m) {
+      Pinned g(gradients[b.members[m]], "reduce_gradients");
+      engine.copy(ops::view_of(*g), ops::contiguous_view(base + std::size_t(b.offsets[m]) * size_of(dtype), dtype, g->shape));
+    }
+    const ops::TensorView all = ops::view_of(*buffer);
+    if (b.carries_rows) {
+      ops::TensorView last = ops::contiguous_view(base + std::size_t(buffer->size() - 1) * size_of(dtype), dtype, Shape{1});
+      engine.fill(last, 1.0);
+    }
+    engine.binary_scalar(ops::Binary::mul, all, double(rows), false, all);
+  }
+
+  static void unpack(const Bucket& b, const std::vector<NDArray>& gradients, double total) {
+    Pinned buffer(b.buffer, "reduce_gradients");
+    ops::Engine& engine = ops::engine(buffer->device);
+    const ops::TensorView all = ops::view_of(*buffer);
+    if (total > 0) engine.binary_scalar(ops::Binary::div, all, total, false, all);
+    const DataType dtype = buffer->dtype;
+    char* base = static_cast<char*>(buffer->data());
+    for (std::size_t m = 0; m < b.members.size(); ++m) {
+      Pinned g(gradients[b.members[m]], "reduce_gradients");
+      engine.copy(ops::contiguous_view(base + std::size_t(b.offsets[m]) * size_of(dtype), dtype, g->shape), ops::view_of(*g));
+    }
+  }
+
+  static double last_element(const NDArray& buffer) {
+    Pinned p(buffer, "reduce_gradients");
+    double value = 0;
+    const DataType dtype = p->dtype;
+    ops::TensorView last =
+        ops::contiguous_view(static_cast<char*>(p->data()) + std::size_t(p->size() - 1) * size_of(dtype), dtype, Shape{1});
+    ops::engine(p->device).to_host(last, ops::contiguous_view(&value, DataType::float64, Shape{1}));
+    return value;
+  }
+
+  ProcessGroup group_;
+  std::size_t bucket_bytes_;
+  NDManager manager_;          // the buckets
+  NDManager metrics_manager_;  // sum()'s one array per call, closed at once
+  std::vector<Bucket> buckets_;
+  std::size_t planned_for_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<training::GradientReducer> make_gradient_reducer(ProcessGroup group, std::size_t bucket_bytes) {
+  return std::make_shared<BucketedReducer>(std::move(group), bucket_bytes);
+}
+
+}  // namespace ndgc::distributed
