@@ -44,17 +44,40 @@ struct Tenant {
 constexpr std::uintptr_t kSealed = 1;
 
 // Recycled list nodes of this thread (the workspace's thread makes and frees
-// most of them): steady-state cycles allocate none.
-struct TenantPool {
-  Tenant* free = nullptr;
-  ~TenantPool() {
-    while (Tenant* t = free) {
-      free = t->next;
+// most of them): steady-state cycles allocate none. The free list is a
+// trivial thread_local, usable while the thread's workspaces are destroyed at
+// its exit, whatever the order of thread_local destructors; t_closer frees it
+// and from then on nodes are deleted at once.
+constinit thread_local Tenant* t_free = nullptr;
+constinit thread_local bool t_pool_closed = false;
+struct PoolCloser {
+  ~PoolCloser() {
+    t_pool_closed = true;
+    while (Tenant* t = t_free) {
+      t_free = t->next;
       delete t;
     }
   }
 };
-thread_local TenantPool t_pool;
+thread_local PoolCloser t_closer;
+
+Tenant* take_tenant() {
+  (void)&t_closer;  // constructs it on this thread's first use
+  if (Tenant* t = t_free) {
+    t_free = t->next;
+    return t;
+  }
+  return new (std::nothrow) Tenant;
+}
+
+void give_tenant(Tenant* t) noexcept {
+  if (t_pool_closed) {
+    delete t;
+    return;
+  }
+  t->next = t_free;
+  t_free = t;
+}
 
 thread_local const memory::Lease* t_recycling = nullptr;
 
@@ -63,12 +86,10 @@ void recycle_lease(memory::Lease& lease) noexcept {
   if (list == kSealed || list == 0) return;
   t_recycling = &lease;
   Registry& reg = Registry::instance();
-  TenantPool& pool = t_pool;
   for (Tenant* t = reinterpret_cast<Tenant*>(list); t;) {
     Tenant* next = t->next;
     reg.request_close(t->slot, t->generation, CloseReason::workspace, nullptr, nullptr);
-    t->next = pool.free;
-    pool.free = t;
+    give_tenant(t);
     t = next;
   }
   t_recycling = nullptr;
@@ -92,13 +113,7 @@ Storage* Storage::allocate_in(memory::Workspace& ws, std::size_t bytes) {
 }
 
 void note_workspace_array(memory::Lease& lease, std::uint32_t slot, std::uint32_t generation) noexcept {
-  TenantPool& pool = t_pool;
-  Tenant* t = pool.free;
-  if (t) {
-    pool.free = t->next;
-  } else {
-    t = new (std::nothrow) Tenant;
-  }
+  Tenant* t = take_tenant();
   std::uintptr_t head = lease.tenants.load(std::memory_order_acquire);
   if (t) {
     t->slot = slot;
@@ -110,8 +125,7 @@ void note_workspace_array(memory::Lease& lease, std::uint32_t slot, std::uint32_
                                               std::memory_order_acquire))
         return;
     }
-    t->next = pool.free;
-    pool.free = t;
+    give_tenant(t);
   }
   // Recycled already (or no memory to note it: then it cannot be found at
   // recycle time, so it must not outlive this moment either).

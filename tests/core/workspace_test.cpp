@@ -252,3 +252,17 @@ TEST_CASE("fault injection over every allocation of a workspace step: an error, 
     CHECK(test::host_bytes() == base);
   }
 }
+
+TEST_CASE("a thread that ends with its workspaces still there: they are destroyed, their arrays closed") {
+  NDManager m = NDManager::new_base_manager("ws");
+  const std::uint64_t base = test::host_bytes();
+  NDArray left;
+  std::thread t([&] {
+    { ws::Scope s = ws::activate(small_arena(4096), "EXITING"); left = m.ones({8}); }
+  });
+  t.join();
+  std::string what = closed_message([&] { (void)left.sum(); });
+  CHECK(what.find("workspace 'EXITING'") != std::string::npos);
+  CHECK(what.find("destroyed") != std::string::npos);
+  CHECK(test::host_bytes() == base);
+}
