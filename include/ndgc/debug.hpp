@@ -126,8 +126,15 @@ struct Dump {
 Dump inspect(const ManagerRef& manager, bool detailed = false);
 void dump(const ManagerRef& manager, std::ostream& out, bool detailed = false, Format format = Format::text);
 std::string dump(const ManagerRef& manager, bool detailed = false, Format format = Format::text);
-// The whole tree, from the system manager.
+// The whole tree, from the system manager; in text, followed by the
+// workspaces section (workspaces_text) when any workspace exists.
 void dump(std::ostream& out, bool detailed = false, Format format = Format::text);
+
+// Every thread's workspaces (ndgc/workspace.hpp): a header line
+// "workspaces: N", then one line each:
+//   'STEP' thread 1 cpu() open cycle 12: capacity 1.2 MiB, used 800.0 KiB (peak 900.0 KiB),
+//   spilled 64.0 KiB, learned 1.2 MiB, 1200 storages, 0 reallocations
+std::string workspaces_text();
 
 // ---- snapshot: every live array, cheaply --------------------------------------------
 

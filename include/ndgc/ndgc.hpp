@@ -30,3 +30,4 @@
 #include "ndgc/shape.hpp"
 #include "ndgc/training.hpp"
 #include "ndgc/uuid.hpp"
+#include "ndgc/workspace.hpp"

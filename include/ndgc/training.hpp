@@ -25,6 +25,15 @@
 // parameters (those arrays only: no scan over a manager) and starts a
 // GradientCollector, as DJL's trainer does.
 //
+// Workspaces (DL4J's WorkspaceMode): with config.workspace_mode ==
+// WorkspaceMode::enabled, train_batch and validate_batch run inside a cyclic
+// workspace of the calling thread (ndgc/workspace.hpp; its size learned from
+// the first step): forward, loss, backward and update temporaries take no
+// allocator call once it is learned. Parameters, gradients and optimizer
+// state were made before, outside it. Each step's arrays (predictions, the
+// loss) stay valid until the next step begins; copy one out with
+// workspace::detach to keep it longer.
+//
 // Thread-safety: a Trainer is used by one thread at a time.
 #pragma once
 
@@ -43,6 +52,7 @@
 #include "ndgc/loss.hpp"
 #include "ndgc/model.hpp"
 #include "ndgc/optimizer.hpp"
+#include "ndgc/workspace.hpp"
 
 namespace ndgc::training {
 
@@ -206,6 +216,9 @@ class GradientReducer {
 
 // ---- the trainer ------------------------------------------------------------------
 
+// DL4J's WorkspaceMode: none (ordinary memory) or enabled (each step in a workspace).
+enum class WorkspaceMode : std::uint8_t { none, enabled };
+
 struct TrainingConfig {
   std::shared_ptr<const nn::Loss> loss;      // required
   std::shared_ptr<nn::Optimizer> optimizer;  // required
@@ -217,6 +230,8 @@ struct TrainingConfig {
   // each rank its shard of the data (ArrayDataset::set_shard). Listeners run
   // on every rank: let one rank write files (reducer->rank() == 0).
   std::shared_ptr<GradientReducer> gradient_reducer;
+  WorkspaceMode workspace_mode = WorkspaceMode::none;
+  workspace::Config workspace;  // the step workspace's policies (enabled only)
 };
 
 class Trainer {
@@ -255,8 +270,14 @@ class Trainer {
   void notify_epoch_end(std::int64_t epoch, bool validated);  // records history()
   void notify_training_end();
 
+  // The step workspace's name on the training thread ("" with WorkspaceMode::none).
+  const std::string& workspace_name() const noexcept { return workspace_name_; }
+
  private:
   void reduce_metrics(bool validated);
+  double train_step(const data::Batch& batch, std::int64_t epoch);
+  double validate_step(const data::Batch& batch, std::int64_t epoch);
+
   Model& model_;
   TrainingConfig config_;
   NDManager manager_;
@@ -264,6 +285,7 @@ class Trainer {
   NDList parameter_arrays_;
   std::vector<std::unique_ptr<Metric>> train_metrics_, validate_metrics_;
   std::vector<std::map<std::string, double>> history_;
+  std::string workspace_name_;
 };
 
 // Trains for `epochs` epochs over `train` (batches in sub-managers of the

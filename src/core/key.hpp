@@ -45,7 +45,7 @@
 
 namespace ndgc::detail {
 
-enum class CloseReason : std::uint8_t { explicit_close, manager, scope, autoclose, sweep, leaked_handle };
+enum class CloseReason : std::uint8_t { explicit_close, manager, scope, autoclose, sweep, leaked_handle, workspace };
 
 // How a closed array was named and closed, for the handles that outlive it
 // (its shape and dtype stay in the key).
@@ -55,6 +55,7 @@ struct Epitaph {
   CloseReason reason = CloseReason::explicit_close;
   Site site;            // where close was called, when close tracking is on
   bool has_site = false;
+  std::string detail;   // CloseReason::workspace: which workspace, which cycle
 };
 
 struct Key : KeyHeader {

@@ -9,6 +9,7 @@
 #include "core/array_impl.hpp"
 #include "core/autoclose.hpp"
 #include "core/manager_impl.hpp"
+#include "core/workspace_arrays.hpp"
 #include "ndgc/error.hpp"
 
 namespace ndgc::detail {
@@ -92,6 +93,7 @@ Epitaph* make_epitaph(const ArrayImpl& a, CloseReason reason, const Site* site) 
     ep->site = *site;
     ep->has_site = true;
   }
+  if (reason == CloseReason::workspace) ep->detail = workspace_close_detail();
   return ep;
 }
 
@@ -166,6 +168,7 @@ const char* reason_text(CloseReason r) {
     case CloseReason::scope: return "because the NDScope it was created in ended";
     case CloseReason::autoclose: return "by auto-close (no handle reached it)";
     case CloseReason::sweep: return "by gc::sweep() (no handle reached it)";
+    case CloseReason::workspace: return "because its workspace recycled its memory";
     case CloseReason::leaked_handle:
       return "by the trace detector, which found no reachable handle to it (a handle kept in malloc "
              "memory, a thread_local or a thread that never called ndgc looks unreachable)";
@@ -184,6 +187,14 @@ void throw_closed(const Key* key, const char* op) {
   std::string who = fmt::format("{}{} ({}, {}, {})", ep->name.empty() ? "" : "'" + ep->name + "' ",
                                 key->uuid.to_string(), key->shape.to_string(), to_string(key->dtype),
                                 ep->manager.empty() ? "no manager" : "manager " + ep->manager);
+  if (ep->reason == CloseReason::workspace) {
+    throw ArrayClosed(fmt::format(
+        "{}: array {} was closed {}. Its memory belonged to a workspace cycle that has ended and may hold "
+        "other arrays now. To keep an array beyond its cycle, copy it out before the cycle ends: "
+        "workspace::detach(array) (ordinary memory) or workspace::leverage_to(array, \"OUTER\") (an "
+        "enclosing open workspace)",
+        op, who, ep->detail.empty() ? reason_text(ep->reason) : ep->detail));
+  }
   std::string where = ep->has_site ? fmt::format(" at {}:{}", ep->site.file_name(), ep->site.line())
                                    : std::string(" (set NDGC_TRACK_CLOSE=1 to learn where)");
   throw ArrayClosed(fmt::format(

@@ -4,10 +4,14 @@
 #include <memory>
 
 #include "memory/allocator.hpp"
+#include "memory/workspace.hpp"
 
 namespace ndgc::detail {
 
 Storage* Storage::allocate(Device device, std::size_t bytes) {
+  // See Note [Workspace storage] in workspace_arrays.cpp.
+  if (memory::Workspace* ws = memory::current_workspace()) [[unlikely]]
+    if (bytes != 0 && ws->device() == device) return allocate_in(*ws, bytes);
   memory::DeviceAllocator& alloc = memory::allocator(device);
   void* data = alloc.allocate(bytes);
   try {
@@ -21,7 +25,10 @@ Storage* Storage::allocate(Device device, std::size_t bytes) {
 std::uint64_t Storage::release() noexcept {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return 0;
   std::uint64_t freed = bytes_;
-  memory::allocator(device_).deallocate(data_, bytes_);
+  if (lease_) [[unlikely]]
+    memory::Workspace::release(lease_);
+  else
+    memory::allocator(device_).deallocate(data_, bytes_);
   delete this;
   return freed;
 }

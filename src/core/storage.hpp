@@ -2,7 +2,9 @@
 //
 // Views (reshape, transpose, slices) are separate arrays that share one
 // Storage; the buffer goes back to the allocator when the last of them
-// closes. StorageRef is the one owner type (STYLE.md §4).
+// closes. StorageRef is the one owner type (STYLE.md §4). While a workspace
+// is open on the thread, the buffer is a lease of its arena: Note [Workspace
+// storage] in workspace_arrays.cpp.
 #pragma once
 
 #include <atomic>
@@ -11,6 +13,11 @@
 #include <utility>
 
 #include "ndgc/device.hpp"
+
+namespace ndgc::memory {
+class Workspace;
+struct Lease;
+}
 
 namespace ndgc::detail {
 
@@ -27,13 +34,17 @@ class Storage {
   std::size_t bytes() const noexcept { return bytes_; }
   Device device() const noexcept { return device_; }
   std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
+  // The workspace lease the buffer is, or null (ordinary memory).
+  memory::Lease* lease() const noexcept { return lease_; }
 
  private:
   Storage(Device device, std::size_t bytes, void* data) : device_(device), bytes_(bytes), data_(data) {}
+  static Storage* allocate_in(memory::Workspace& ws, std::size_t bytes);  // workspace_arrays.cpp
   std::atomic<std::uint32_t> refs_{1};
   Device device_;
   std::size_t bytes_;
   void* data_;
+  memory::Lease* lease_ = nullptr;
 };
 
 class StorageRef {

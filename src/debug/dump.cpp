@@ -24,6 +24,7 @@
 #include "core/reclaim_queue.hpp"
 #include "ndgc/debug.hpp"
 #include "ndgc/error.hpp"
+#include "ndgc/workspace.hpp"
 
 namespace ndgc::debug {
 
@@ -96,7 +97,10 @@ std::string dump(const ManagerRef& manager, bool detailed, Format format) {
   return out.str();
 }
 
-void dump(std::ostream& out, bool detailed, Format format) { dump(NDManager::system(), out, detailed, format); }
+void dump(std::ostream& out, bool detailed, Format format) {
+  dump(NDManager::system(), out, detailed, format);
+  if (format == Format::text && !workspace::list().empty()) out << workspaces_text();
+}
 
 }  // namespace ndgc::debug
 

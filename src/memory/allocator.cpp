@@ -58,13 +58,24 @@ void DeviceAllocator::unreserve(std::size_t bytes) noexcept {
   current_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-void* DeviceAllocator::allocate(std::size_t bytes) {
+void* DeviceAllocator::allocate(std::size_t bytes) { return acquire(bytes, true); }
+
+void DeviceAllocator::charge(std::size_t bytes) { (void)acquire(bytes, false); }
+
+void DeviceAllocator::uncharge(std::size_t bytes) noexcept {
+  if (bytes == 0) return;
+  current_.fetch_sub(bytes, std::memory_order_relaxed);
+  g_totals.add(counter(kFreedBytes), bytes);
+  g_totals.add(counter(kFrees), 1);
+}
+
+void* DeviceAllocator::acquire(std::size_t bytes, bool raw) {
   if (bytes == 0) return nullptr;
   bool injected = injected_failure();
   for (int attempt = 0;; ++attempt) {
     bool physical = !injected && over_extra_limit(bytes);
     if (!injected && !physical && try_reserve(bytes)) {
-      if (void* p = raw_allocate(bytes)) {
+      if (void* p = raw ? raw_allocate(bytes) : this) {
         g_totals.add(counter(kAllocatedBytes), bytes);
         g_totals.add(counter(kAllocations), 1);
         return p;

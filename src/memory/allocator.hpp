@@ -31,6 +31,10 @@ class DeviceAllocator {
   // `bytes` may be 0 (returns nullptr). Throws OutOfMemory.
   void* allocate(std::size_t bytes);
   void deallocate(void* ptr, std::size_t bytes) noexcept;
+  // Bytes this allocator did not provide but must count (a memory-mapped
+  // workspace arena): the same accounting, limits and OutOfMemory path.
+  void charge(std::size_t bytes);
+  void uncharge(std::size_t bytes) noexcept;
 
   Device device() const noexcept { return device_; }
   Stats stats() const noexcept;
@@ -47,6 +51,7 @@ class DeviceAllocator {
   virtual bool over_extra_limit(std::size_t /*bytes*/) noexcept { return false; }
 
  private:
+  void* acquire(std::size_t bytes, bool raw);
   bool try_reserve(std::size_t bytes) noexcept;
   void unreserve(std::size_t bytes) noexcept;
   [[noreturn]] void throw_oom(std::size_t bytes, bool physical);

@@ -1,5 +1,7 @@
 // Trainer: the model's parameters, the optimizer and loss, metrics and
 // listeners, and one training step. Manager layout in ndgc/training.hpp.
+#include <atomic>
+
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -34,9 +36,21 @@ Trainer::Trainer(Model& model, TrainingConfig config) : model_(model), config_(s
   make_metrics(config_, validate_metrics_);
   manager_ = model_.manager().new_sub_manager("trainer");
   if (config_.gradient_reducer) config_.gradient_reducer->broadcast_parameters(parameter_arrays_);
+  if (config_.workspace_mode == WorkspaceMode::enabled) {
+    static std::atomic<std::uint64_t> next{1};
+    workspace_name_ = fmt::format("TRAINER_STEP_{}", next.fetch_add(1, std::memory_order_relaxed));
+  }
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  // On the thread that trained; another thread's copy goes when that thread ends.
+  if (!workspace_name_.empty()) {
+    try {
+      workspace::destroy(workspace_name_);
+    } catch (const Error&) {
+    }
+  }
+}
 
 GradientCollector Trainer::new_gradient_collector() {
   autograd::zero_gradients(parameter_arrays_);
@@ -48,6 +62,18 @@ NDList Trainer::forward(const NDList& inputs) { return model_.block().forward(in
 void Trainer::step() { config_.optimizer->update(parameters_); }
 
 double Trainer::train_batch(const data::Batch& batch, std::int64_t epoch) {
+  if (workspace_name_.empty()) return train_step(batch, epoch);
+  workspace::Scope ws = workspace::activate(config_.workspace, workspace_name_);
+  return train_step(batch, epoch);
+}
+
+double Trainer::validate_batch(const data::Batch& batch, std::int64_t epoch) {
+  if (workspace_name_.empty()) return validate_step(batch, epoch);
+  workspace::Scope ws = workspace::activate(config_.workspace, workspace_name_);
+  return validate_step(batch, epoch);
+}
+
+double Trainer::train_step(const data::Batch& batch, std::int64_t epoch) {
   NDList predictions;
   double loss_value;
   {
@@ -65,7 +91,7 @@ double Trainer::train_batch(const data::Batch& batch, std::int64_t epoch) {
   return loss_value;
 }
 
-double Trainer::validate_batch(const data::Batch& batch, std::int64_t epoch) {
+double Trainer::validate_step(const data::Batch& batch, std::int64_t epoch) {
   autograd::NoGradient pause;
   NDList predictions = forward(batch.data);
   const double loss_value = config_.loss->evaluate(batch.labels, predictions).item<double>();

@@ -139,3 +139,27 @@ TEST_CASE("dump in JSON writes the same tree") {
   CHECK(debug::Dump::from_json(j) == debug::inspect(m, true));
   CHECK(j.find("\"path\": \"system/dump-json\"") != std::string::npos);
 }
+
+TEST_CASE("the whole-tree dump ends with the workspaces: name, thread, cycle, capacity, used, spilled") {
+  ndgc::workspace::Config cfg;
+  cfg.learning = ndgc::workspace::Learning::none;
+  cfg.initial_size = 1024;
+  ndgc::NDManager m = ndgc::NDManager::new_base_manager("dumped");
+  {
+    ndgc::workspace::Scope s = ndgc::workspace::activate(cfg, "DUMPED_WS");
+    (void)m.ones({64});
+    (void)m.ones({512});  // spills
+  }
+  std::ostringstream out;
+  ndgc::debug::dump(out);
+  const std::string text = out.str();
+  CAPTURE(text);
+  CHECK(text.find("workspaces: ") != std::string::npos);
+  CHECK(text.find("'DUMPED_WS' thread ") != std::string::npos);
+  CHECK(text.find("closed cycle 1: capacity 1.0 KiB, used 256 B") != std::string::npos);
+  CHECK(text.find("spilled 2.0 KiB") != std::string::npos);
+  ndgc::workspace::destroy("DUMPED_WS");
+  std::ostringstream after;
+  ndgc::debug::dump(after);
+  CHECK(after.str().find("DUMPED_WS") == std::string::npos);
+}

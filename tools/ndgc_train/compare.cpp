@@ -52,23 +52,24 @@ std::string spawn_and_wait(const std::vector<std::string>& args) {
 
 }  // namespace
 
-CompareOutcome run_children(const Options& o, const std::vector<AutoClose>& modes) {
+CompareOutcome run_children(const Options& o, const std::vector<RunMode>& modes) {
   CompareOutcome outcome;
   for (std::size_t i = 0; i < modes.size(); ++i) {
-    const std::string config(to_string(modes[i]));
+    const std::string config = config_name(modes[i]);
     const std::filesystem::path file = run_file(o.out, config);
     std::error_code ec;
     std::filesystem::remove(file, ec);  // never read a stale result
-    std::cout << fmt::format("== run {}/{}: auto-close {} (fresh process) ==", i + 1, modes.size(), config)
+    std::cout << fmt::format("== run {}/{}: {} (fresh process) ==", i + 1, modes.size(), config)
               << std::endl;
-    if (std::string error = spawn_and_wait(child_arguments(o, modes[i])); !error.empty()) {
-      outcome.failures.push_back(fmt::format("auto-close {}: the child process {}", config, error));
+    if (std::string error = spawn_and_wait(child_arguments(o, modes[i].autoclose, modes[i].workspace));
+        !error.empty()) {
+      outcome.failures.push_back(fmt::format("{}: the child process {}", config, error));
       continue;
     }
     try {
       outcome.runs.push_back(read_run(file));
     } catch (const std::exception& e) {
-      outcome.failures.push_back(fmt::format("auto-close {}: {}", config, e.what()));
+      outcome.failures.push_back(fmt::format("{}: {}", config, e.what()));
     }
   }
   return outcome;

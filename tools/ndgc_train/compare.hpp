@@ -21,6 +21,6 @@ struct CompareOutcome {
   std::vector<std::string> failures;  // one message per child that did not
 };
 
-CompareOutcome run_children(const Options& options, const std::vector<AutoClose>& modes);
+CompareOutcome run_children(const Options& options, const std::vector<RunMode>& modes);
 
 }  // namespace ndgc::train_tool

@@ -40,8 +40,9 @@ void print_written(const std::vector<std::filesystem::path>& paths) {
 
 int compare(const Options& o) {
   check_data(o);  // one clear message rather than three failing children
-  std::vector<AutoClose> modes{AutoClose::off, AutoClose::on};
-  if (trace_linked()) modes.push_back(AutoClose::trace);
+  std::vector<RunMode> modes{{AutoClose::off, false}, {AutoClose::on, false}};
+  if (trace_linked()) modes.push_back({AutoClose::trace, false});
+  modes.push_back({AutoClose::off, true});  // DL4J's answer: each step in a workspace
   CompareOutcome outcome = run_children(o, modes);
   std::cout << format_report(outcome.runs);
   if (!outcome.runs.empty()) print_written(write_outputs(outcome.runs, o.out, "compare", chart_title(o, outcome.runs)));

@@ -18,6 +18,11 @@ std::string_view to_string(AutoClose mode) noexcept {
   return "?";
 }
 
+std::string config_name(RunMode mode) {
+  if (!mode.workspace) return std::string(to_string(mode.autoclose));
+  return mode.autoclose == AutoClose::off ? "workspace" : std::string(to_string(mode.autoclose)) + "+workspace";
+}
+
 std::string_view to_string(Leak leak) noexcept { return leak == Leak::model ? "model" : "none"; }
 
 ParseOutcome parse_options(int argc, const char* const* argv, bool trace_available) {
@@ -46,11 +51,15 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
       ->check(CLI::Range(1, 256));
   std::vector<std::string> modes{"off", "on"};
   if (trace_available) modes.emplace_back("trace");
-  std::string autoclose_name = "off", leak_name = "none";
+  std::string autoclose_name = "off", leak_name = "none", workspace_name = "off";
   auto* autoclose = app.add_option("--autoclose", autoclose_name,
                                    trace_available ? "Auto-close: off, on or trace (Boehm GC detector)"
                                                    : "Auto-close: off or on (this build has no ndgc::trace)")
                         ->check(CLI::IsMember(modes, CLI::ignore_case));
+  auto* workspace = app.add_option("--workspace", workspace_name,
+                                   "on: each training and test step runs in a cyclic workspace (DL4J's "
+                                   "WorkspaceMode.ENABLED, size learned from the first step); off: ordinary memory")
+                        ->check(CLI::IsMember({"on", "off"}, CLI::ignore_case));
   app.add_option("--leak", leak_name, "none, or model: each step leaks intermediates into the model's manager")
       ->check(CLI::IsMember({"none", "model"}, CLI::ignore_case));
   app.add_option("--out", o.out, "Directory for the CSV, JSON and SVG files (created)");
@@ -60,7 +69,8 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
   app.add_flag("--compare", o.compare,
                trace_available ? "Run auto-close off, on and trace, each in a fresh process, and compare them"
                                : "Run auto-close off and on, each in a fresh process, and compare them")
-      ->excludes(autoclose);
+      ->excludes(autoclose)
+      ->excludes(workspace);
   app.add_flag("--child", o.child, "(internal) a run started by --compare")->group("");
 
   // CLI11 parses a vector given last-argument-first.
@@ -78,18 +88,20 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
   }
   o.autoclose = autoclose_name == "on" ? AutoClose::on : autoclose_name == "trace" ? AutoClose::trace : AutoClose::off;
   o.leak = leak_name == "model" ? Leak::model : Leak::none;
+  o.workspace = workspace_name == "on" || workspace_name == "ON" || workspace_name == "On";
   ParseOutcome r;
   r.options = o;
   return r;
 }
 
-std::vector<std::string> child_arguments(const Options& o, AutoClose mode) {
+std::vector<std::string> child_arguments(const Options& o, AutoClose mode, bool workspace) {
   std::vector<std::string> a{"--epochs",        std::to_string(o.epochs),
                              "--batch-size",    std::to_string(o.batch_size),
                              "--limit-batches", std::to_string(o.limit_batches),
                              "--seed",          std::to_string(o.seed),
                              "--threads",       std::to_string(o.threads),
                              "--autoclose",     std::string(to_string(mode)),
+                             "--workspace",     workspace ? "on" : "off",
                              "--leak",          std::string(to_string(o.leak)),
                              "--out",           o.out.string()};
   if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir.string()});

@@ -26,6 +26,15 @@ std::string_view to_string(AutoClose mode) noexcept;
 enum class Leak { none, model };
 std::string_view to_string(Leak leak) noexcept;
 
+// A configuration --compare runs: auto-close, and whether each step runs in
+// a workspace (Trainer's WorkspaceMode::enabled).
+struct RunMode {
+  AutoClose autoclose = AutoClose::off;
+  bool workspace = false;
+};
+// "off", "on", "trace"; with a workspace "workspace" (auto-close off) or "on+workspace".
+std::string config_name(RunMode mode);
+
 struct Options {
   std::int64_t epochs = 3;
   std::int64_t batch_size = 32;
@@ -33,6 +42,7 @@ struct Options {
   std::uint64_t seed = 42;
   int threads = 1;  // >1: batches are prepared ahead on a background thread
   AutoClose autoclose = AutoClose::off;
+  bool workspace = false;  // --workspace on: each step in a cyclic workspace
   Leak leak = Leak::none;
   std::filesystem::path out = "out";
   std::filesystem::path data_dir;  // empty: data::FashionMnist::default_directory()
@@ -54,6 +64,6 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
 // The arguments (without the program name) of a child run of `options` with
 // auto-close `mode`: every option spelled out, so the child does exactly the
 // parent's run whatever the defaults.
-std::vector<std::string> child_arguments(const Options& options, AutoClose mode);
+std::vector<std::string> child_arguments(const Options& options, AutoClose mode, bool workspace = false);
 
 }  // namespace ndgc::train_tool

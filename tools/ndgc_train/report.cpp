@@ -22,6 +22,14 @@ std::string format_report(const std::vector<RunResult>& runs) {
                                 first.batches_per_epoch, first.batch_size, first.seed);
   out += format_table(runs) + "\n" + format_summary(runs);
   for (const RunResult& r : runs) {
+    if (!r.workspace) continue;
+    const WorkspaceFigures& w = *r.workspace;
+    out += fmt::format("{:<17} arena {} (peak in use {}), spilled {} in all, {} steps, {} array storages\n",
+                       config_title(r.config) + ":", memory::format_bytes(w.capacity),
+                       memory::format_bytes(w.peak_used), memory::format_bytes(w.spilled_bytes), w.cycles,
+                       w.allocations);
+  }
+  for (const RunResult& r : runs) {
     if (std::string leak = format_leak_report(r); !leak.empty()) {
       out += "\n" + leak;
     } else if (r.epochs.size() >= 2) {

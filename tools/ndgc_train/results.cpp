@@ -29,6 +29,13 @@ json run_json(const RunResult& r) {
   json leaks = json::array();
   for (const TraceLeak& l : r.trace_leaks)
     leaks.push_back({{"file", l.file}, {"line", l.line}, {"arrays", l.arrays}, {"bytes", l.bytes}});
+  json ws(nullptr);
+  if (r.workspace)
+    ws = {{"capacity", r.workspace->capacity},
+          {"peak_used", r.workspace->peak_used},
+          {"spilled_bytes", r.workspace->spilled_bytes},
+          {"cycles", r.workspace->cycles},
+          {"allocations", r.workspace->allocations}};
   return {{"config", r.config},
           {"leak", r.leak},
           {"batches_per_epoch", r.batches_per_epoch},
@@ -36,7 +43,8 @@ json run_json(const RunResult& r) {
           {"seed", r.seed},
           {"epochs", std::move(epochs)},
           {"growth", r.growth ? json::parse(r.growth->to_json()) : json(nullptr)},
-          {"trace_leaks", std::move(leaks)}};
+          {"trace_leaks", std::move(leaks)},
+          {"workspace", std::move(ws)}};
 }
 
 }  // namespace
@@ -75,6 +83,12 @@ RunResult run_from_json(const std::string& text) {
     for (const json& l : j.at("trace_leaks"))
       r.trace_leaks.push_back({l.at("file").get<std::string>(), l.at("line").get<std::uint32_t>(),
                                l.at("arrays").get<std::uint64_t>(), l.at("bytes").get<std::uint64_t>()});
+    if (j.contains("workspace") && !j.at("workspace").is_null()) {
+      const json& w = j.at("workspace");
+      r.workspace = WorkspaceFigures{w.at("capacity").get<std::uint64_t>(), w.at("peak_used").get<std::uint64_t>(),
+                                     w.at("spilled_bytes").get<std::uint64_t>(), w.at("cycles").get<std::uint64_t>(),
+                                     w.at("allocations").get<std::uint64_t>()};
+    }
     return r;
   } catch (const json::exception& e) {
     throw DataError(fmt::format("ndgc-train: a run's result is not valid: {}", e.what()));

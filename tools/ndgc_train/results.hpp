@@ -41,6 +41,12 @@ struct TraceLeak {
   friend bool operator==(const TraceLeak&, const TraceLeak&) = default;
 };
 
+// The step workspace of a --workspace on run (workspace::Stats at the end).
+struct WorkspaceFigures {
+  std::uint64_t capacity = 0, peak_used = 0, spilled_bytes = 0, cycles = 0, allocations = 0;
+  friend bool operator==(const WorkspaceFigures&, const WorkspaceFigures&) = default;
+};
+
 struct RunResult {
   std::string config;  // off, on, trace
   std::string leak;    // none, model
@@ -50,6 +56,7 @@ struct RunResult {
   std::vector<EpochRow> epochs;
   std::optional<debug::Diff> growth;  // needs two epochs or more
   std::vector<TraceLeak> trace_leaks;
+  std::optional<WorkspaceFigures> workspace;  // --workspace on
   friend bool operator==(const RunResult&, const RunResult&) = default;
 };
 

@@ -64,15 +64,20 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
     config.optimizer = std::make_shared<nn::Adam>(1e-3);
     config.metrics.push_back(std::make_shared<training::Accuracy>());
+    config.workspace_mode = o.workspace ? training::WorkspaceMode::enabled : training::WorkspaceMode::none;
     auto recorder = std::make_shared<EpochRecorder>();
     config.listeners.push_back(recorder);  // first: see recorder.hpp
-    config.listeners.push_back(std::make_shared<ProgressBar>(progress, terminal, std::string(to_string(o.autoclose)),
+    config.listeners.push_back(std::make_shared<ProgressBar>(progress, terminal, config_name({o.autoclose, o.workspace}),
                                                              o.epochs, train.batch_count()));
     if (o.leak == Leak::model) config.listeners.push_back(make_model_leak(model));
     training::Trainer trainer(model, config);
     training::fit(trainer, o.epochs, train, &test);
 
-    result.config = std::string(to_string(o.autoclose));
+    result.config = config_name({o.autoclose, o.workspace});
+    if (o.workspace) {
+      const workspace::Stats s = workspace::stats(trainer.workspace_name());
+      result.workspace = WorkspaceFigures{s.capacity, s.peak_used, s.spilled_bytes, s.cycles, s.allocations};
+    }
     result.leak = std::string(to_string(o.leak));
     result.batches_per_epoch = train.batch_count();
     result.batch_size = o.batch_size;

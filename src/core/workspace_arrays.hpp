@@ -1,0 +1,21 @@
+// The arrays living in workspace leases: how core keeps ND4J's arenas safe.
+// See Note [Workspace storage] in workspace_arrays.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ndgc::memory {
+struct Lease;
+}
+
+namespace ndgc::detail {
+
+// publish(): the array (slot, generation) lives in `lease`'s bytes. Closes it
+// at once if the workspace already recycled the lease.
+void note_workspace_array(memory::Lease& lease, std::uint32_t slot, std::uint32_t generation) noexcept;
+// For the epitaph of an array being closed by CloseReason::workspace: which
+// workspace, which cycle (empty outside the recycler).
+std::string workspace_close_detail();
+
+}  // namespace ndgc::detail

@@ -1,0 +1,325 @@
+// Workspace: bump allocation in a cyclic arena, with ND4J's policies.
+//
+// A cycle runs from begin_cycle (activate) to end_cycle (the scope ends).
+// Leases from the arena sit in `ring_`, oldest first; spilled ones in
+// `spills_`. Nothing is reused without first recycling the leases that live
+// there (the core closes their arrays), and nothing is reused that a storage
+// still holds after that (Note [Retired blocks]).
+//
+// Note [Retired blocks]
+// Closing an array that another thread has pinned (an op in flight) only
+// marks it closing; its storage goes when that op ends. A buffer built but
+// never published (autograd's scratch) has no array to close at all. So after
+// recycling, a lease may still be held. Its bytes must not be handed out
+// again: the workspace then retires the whole block (drops its unit; the
+// block is freed with its last storage) and takes a fresh one of the same
+// size. block_left does so at the next cycle's start; end_of_buffer spills
+// for the rest of the cycle and replaces the block at the next start. It is
+// rare (an array used on another thread across its cycle's end) and costs
+// one allocation, counted in Stats::reallocations.
+#include "memory/workspace.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "memory/allocator.hpp"
+#include "memory/arena_block.hpp"
+#include "ndgc/error.hpp"
+
+namespace ndgc::memory {
+namespace {
+
+std::atomic<LeaseRecycler> g_recycler{nullptr};
+
+std::size_t align_up(std::uint64_t bytes) {
+  return std::size_t((bytes + Workspace::kAlignment - 1) / Workspace::kAlignment * Workspace::kAlignment);
+}
+
+}  // namespace
+
+void set_lease_recycler(LeaseRecycler recycler) { g_recycler.store(recycler, std::memory_order_release); }
+
+Workspace::Workspace(const workspace::Config& config, std::string name, std::uint64_t thread)
+    : config_(config), name_(std::move(name)), thread_(thread) {
+  if (config_.initial_size > 0) {
+    std::uint64_t size = config_.initial_size;
+    if (config_.max_size > 0) size = std::min(size, config_.max_size);
+    pending_ = size / kAlignment * kAlignment;
+    learned_.store(pending_, std::memory_order_relaxed);
+  }
+}
+
+Workspace::~Workspace() {
+  recycling_ = Recycling::destroyed;
+  recycle_arena();
+  recycle_spills();
+  if (block_) block_->unref();
+  capacity_.store(0, std::memory_order_relaxed);
+  while (Lease* l = free_) {
+    free_ = l->next_free;
+    delete l;
+  }
+}
+
+std::string Workspace::describe() const { return fmt::format("workspace '{}' (thread {})", name_, thread_); }
+
+std::string Workspace::describe_recycle(const Lease& lease) const {
+  switch (recycling_) {
+    case Recycling::new_cycle:
+      return fmt::format("because {} reused its memory when cycle {} began (the array was created in cycle {})",
+                         describe(), cycle() + 1, lease.cycle);
+    case Recycling::wrap:
+      return fmt::format("because {} (reset end_of_buffer) wrapped over its memory in cycle {} (the array was "
+                         "created in cycle {})",
+                         describe(), cycle(), lease.cycle);
+    case Recycling::cycle_end:
+      return fmt::format("because cycle {} of {} ended (the array had spilled to ordinary memory, which a "
+                         "workspace frees at the end of its cycle)",
+                         lease.cycle, describe());
+    case Recycling::destroyed:
+      return fmt::format("because {} was destroyed (the array was created in its cycle {})", describe(),
+                         lease.cycle);
+  }
+  return {};
+}
+
+const std::string& Workspace::mmap_file() const noexcept {
+  static const std::string none;
+  return block_ ? block_->file() : none;
+}
+
+workspace::Stats Workspace::stats() const noexcept {
+  workspace::Stats s;
+  s.capacity = capacity_.load(std::memory_order_relaxed);
+  s.used = used_.load(std::memory_order_relaxed);
+  s.peak_used = peak_used_.load(std::memory_order_relaxed);
+  s.spilled_bytes = spilled_bytes_.load(std::memory_order_relaxed);
+  s.cycles = cycles_.load(std::memory_order_relaxed);
+  s.allocations = allocations_.load(std::memory_order_relaxed);
+  s.reallocations = reallocations_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Workspace::add_used(std::int64_t delta) noexcept {
+  std::uint64_t now = used_.load(std::memory_order_relaxed) + std::uint64_t(delta);
+  used_.store(now, std::memory_order_relaxed);
+  if (now > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(now, std::memory_order_relaxed);
+}
+
+// ---- cycles ---------------------------------------------------------------------
+
+bool Workspace::learning() const noexcept {
+  return config_.learning != workspace::Learning::none && learned_.load(std::memory_order_relaxed) == 0;
+}
+
+// The arena size for `bytes` of demand: overallocation, alignment, the cap.
+std::size_t Workspace::sized(std::uint64_t bytes) const noexcept {
+  double want = double(bytes);
+  if (config_.allocation == workspace::Allocation::overallocate) want *= 1.0 + std::max(0.0, config_.overallocation);
+  std::size_t size = align_up(std::uint64_t(want));
+  if (config_.max_size > 0) size = std::min<std::size_t>(size, config_.max_size / kAlignment * kAlignment);
+  return size;
+}
+
+void Workspace::begin_cycle() {
+  std::size_t capacity = block_ ? block_->capacity() : 0;
+  bool resize = pending_ != 0 && pending_ != capacity;
+  recycling_ = Recycling::new_cycle;
+  if (config_.reset == workspace::Reset::block_left || resize || retire_) recycle_arena();
+  if (resize || (retire_ && block_)) replace_block(resize ? pending_ : capacity);
+  pending_ = 0;
+  cycle_.fetch_add(1, std::memory_order_relaxed);
+  cycle_bytes_ = cycle_spilled_ = 0;
+  open_.store(true, std::memory_order_relaxed);
+}
+
+void Workspace::end_cycle() {
+  open_.store(false, std::memory_order_relaxed);
+  std::uint64_t ended = cycles_.fetch_add(1, std::memory_order_relaxed) + 1;
+  recycling_ = Recycling::cycle_end;
+  recycle_spills();
+  max_cycle_bytes_ = std::max(max_cycle_bytes_, cycle_bytes_);
+  if (learning()) {
+    std::uint32_t wait = std::max<std::uint32_t>(1, config_.cycles_before_initialization);
+    bool learned = config_.learning == workspace::Learning::first_loop || ended >= wait;
+    if (learned && max_cycle_bytes_ > 0) {
+      pending_ = sized(config_.learning == workspace::Learning::first_loop ? cycle_bytes_ : max_cycle_bytes_);
+      learned_.store(pending_, std::memory_order_relaxed);
+    }
+  } else if (config_.spill == workspace::Spill::reallocate && cycle_spilled_ > 0) {
+    std::size_t size = sized(cycle_bytes_);
+    if (size > capacity_.load(std::memory_order_relaxed)) {
+      pending_ = size;
+      learned_.store(size, std::memory_order_relaxed);
+    }
+  }
+}
+
+void Workspace::replace_block(std::size_t capacity) {
+  if (block_) {
+    block_->unref();
+    block_ = nullptr;
+    capacity_.store(0, std::memory_order_relaxed);
+    reallocations_.fetch_add(1, std::memory_order_relaxed);
+  }
+  offset_ = 0;
+  retire_ = false;
+  if (capacity == 0) return;
+  block_ = ArenaBlock::create(capacity, config_.device, config_.location, config_.mmap_path, name_);
+  capacity_.store(capacity, std::memory_order_relaxed);
+}
+
+// ---- leases -----------------------------------------------------------------------
+
+Lease* Workspace::new_lease() {
+  Lease* l = free_;
+  if (l) {
+    free_ = l->next_free;
+  } else {
+    l = new Lease();
+  }
+  l->refs.store(2, std::memory_order_relaxed);
+  l->tenants.store(0, std::memory_order_relaxed);
+  l->workspace = this;
+  l->device = config_.device;
+  l->cycle = cycle_.load(std::memory_order_relaxed);
+  return l;
+}
+
+Lease* Workspace::allocate(std::size_t requested) {
+  std::size_t bytes = align_up(requested);
+  allocations_.fetch_add(1, std::memory_order_relaxed);
+  cycle_bytes_ += bytes;
+  bool learn = learning();
+  if (!learn) {
+    if (Lease* l = place_in_arena(bytes)) return l;
+    if (config_.spill == workspace::Spill::fail) {
+      std::uint64_t cap = capacity_.load(std::memory_order_relaxed), used = used_.load(std::memory_order_relaxed);
+      throw OutOfMemory(
+          fmt::format("OutOfMemory: {} cannot fit {} ({} bytes) in its arena in cycle {} ({} of {} in use) and "
+                      "its spill policy is Spill::fail. Try: a larger initial_size or max_size, learning, or "
+                      "Spill::external / Spill::reallocate",
+                      describe(), format_bytes(bytes), requested, cycle(), format_bytes(used), format_bytes(cap)),
+          requested, cap, used);
+    }
+  }
+  return spill(bytes, requested);
+}
+
+Lease* Workspace::place_in_arena(std::size_t bytes) {
+  if (!block_ || retire_) return nullptr;
+  const std::size_t cap = block_->capacity();
+  if (bytes > cap) return nullptr;
+  std::size_t begin = offset_;
+  if (config_.reset == workspace::Reset::block_left) {
+    if (begin + bytes > cap) return nullptr;
+  } else {
+    // The ring: the bytes to take next are the oldest; recycle the leases
+    // there (and, when wrapping, those in the skipped tail), unless one is of
+    // this cycle: then it does not fit.
+    bool wrap = begin + bytes > cap;
+    if (wrap) begin = 0;
+    const std::size_t end = begin + bytes;
+    const std::uint64_t now = cycle();
+    std::size_t n = 0;
+    for (Lease* f : ring_) {
+      bool in_tail = wrap && f->begin >= offset_;
+      bool overlaps = f->begin < end && f->begin + f->bytes > begin;
+      if (!in_tail && !overlaps) break;
+      if (f->cycle == now) return nullptr;
+      ++n;
+    }
+    recycling_ = Recycling::wrap;
+    for (; n > 0; --n) {
+      Lease* f = ring_.front();
+      ring_.pop_front();
+      recycle(f);
+    }
+    if (retire_) return nullptr;
+  }
+  Lease* l = new_lease();
+  l->begin = begin;
+  l->bytes = bytes;
+  l->block = block_;
+  l->data = block_->data() + begin;
+  block_->ref();
+  try {
+    ring_.push_back(l);
+  } catch (...) {
+    block_->unref();
+    l->next_free = free_;
+    free_ = l;
+    throw;
+  }
+  offset_ = begin + bytes;
+  add_used(std::int64_t(bytes));
+  return l;
+}
+
+Lease* Workspace::spill(std::size_t bytes, std::size_t requested) {
+  DeviceAllocator& alloc = allocator(config_.device);
+  void* data;
+  try {
+    data = alloc.allocate(bytes);
+  } catch (OutOfMemory& e) {
+    throw OutOfMemory(fmt::format("{} (spilling {} from {} in cycle {})", e.what(), format_bytes(requested),
+                                  describe(), cycle()),
+                      e.requested(), e.limit(), e.in_use());
+  }
+  Lease* l = nullptr;
+  try {
+    l = new_lease();
+    spills_.push_back(l);
+  } catch (...) {
+    if (l) {
+      l->next_free = free_;
+      free_ = l;
+    }
+    alloc.deallocate(data, bytes);
+    throw;
+  }
+  l->data = static_cast<char*>(data);
+  l->bytes = bytes;
+  l->begin = 0;
+  l->block = nullptr;
+  spilled_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  cycle_spilled_ += bytes;
+  return l;
+}
+
+void Workspace::release(Lease* lease) noexcept {
+  if (lease->block) {
+    lease->block->unref();
+  } else {
+    allocator(lease->device).deallocate(lease->data, lease->bytes);
+  }
+  if (lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete lease;
+}
+
+void Workspace::recycle(Lease* lease) noexcept {
+  if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(*lease);
+  // Still held after its arrays closed: see Note [Retired blocks].
+  if (lease->block && lease->refs.load(std::memory_order_acquire) != 1) retire_ = true;
+  if (lease->block) add_used(-std::int64_t(lease->bytes));
+  if (lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    lease->next_free = free_;
+    free_ = lease;
+  }
+}
+
+void Workspace::recycle_arena() noexcept {
+  while (!ring_.empty()) {
+    Lease* l = ring_.front();
+    ring_.pop_front();
+    recycle(l);
+  }
+  offset_ = 0;
+}
+
+void Workspace::recycle_spills() noexcept {
+  for (Lease* l : spills_) recycle(l);
+  spills_.clear();
+}
+
+}  // namespace ndgc::memory

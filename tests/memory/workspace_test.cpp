@@ -1,0 +1,430 @@
+// Workspaces: the arena and its policies (src/memory/workspace.cpp), with the
+// exact bytes the host allocator counts after every cycle.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "core/array_impl.hpp"
+#include "core/registry.hpp"
+#include "memory/workspace.hpp"
+#include "test_util.hpp"
+
+using namespace ndgc;
+namespace ws = ndgc::workspace;
+
+namespace {
+
+constexpr std::uint64_t kAlign = 64;
+std::uint64_t aligned(std::uint64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// One cycle of `name` that creates float32 arrays of the given element counts
+// in `m`; returns the workspace's stats at the end of the cycle (before it ends).
+ws::Stats run_cycle(const ws::Config& cfg, const std::string& name, NDManager& m,
+                    const std::vector<std::int64_t>& sizes) {
+  ws::Scope scope = ws::activate(cfg, name);
+  for (std::int64_t n : sizes) (void)m.ones({n});
+  return scope.stats();
+}
+
+const void* data_of(const NDArray& a) {
+  detail::Pinned p(a, "test");
+  return p->data();
+}
+
+// Destroys the workspaces this test made even when a check fails.
+struct Cleanup {
+  ~Cleanup() { ws::destroy_all_for_this_thread(); }
+};
+
+}  // namespace
+
+TEST_CASE("first_loop, overallocate: the first cycle spills, the arena is sized from it, then no spills") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  const std::uint64_t base = test::host_bytes();
+  ws::Config cfg;  // ND4J's defaults: first_loop, overallocate 0.3, external spill, block_left
+  const std::vector<std::int64_t> sizes{100, 1000, 7};
+  const std::uint64_t demand = aligned(400) + aligned(4000) + aligned(28);
+
+  ws::Stats s1 = run_cycle(cfg, "LOOP", m, sizes);
+  CHECK(s1.capacity == 0);
+  CHECK(s1.spilled_bytes == demand);
+  CHECK(s1.allocations == 3);
+  // Spilled arrays are closed and freed when their cycle ends; the arena is
+  // allocated when the next cycle begins.
+  CHECK(test::host_bytes() == base);
+  CHECK(ws::stats("LOOP").cycles == 1);
+
+  const std::uint64_t learned = aligned(std::uint64_t(double(demand) * 1.3));
+  for (int cycle = 2; cycle <= 5; ++cycle) {
+    ws::Stats s = run_cycle(cfg, "LOOP", m, sizes);
+    CHECK(s.capacity == learned);
+    CHECK(s.used == demand);
+    CHECK(s.spilled_bytes == demand);  // nothing spilled after the first cycle
+    CHECK(s.allocations == 3u * unsigned(cycle));
+    CHECK(test::host_bytes() == base + learned);
+  }
+  CHECK(ws::stats("LOOP").reallocations == 0);
+  ws::destroy("LOOP");
+  CHECK(test::host_bytes() == base);
+  CHECK_FALSE(ws::exists("LOOP"));
+}
+
+TEST_CASE("strict allocation: the arena is exactly the learned size") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  const std::uint64_t base = test::host_bytes();
+  ws::Config cfg;
+  cfg.allocation = ws::Allocation::strict;
+  run_cycle(cfg, "S", m, {10, 20});
+  ws::Stats s = run_cycle(cfg, "S", m, {10, 20});
+  CHECK(s.capacity == aligned(40) + aligned(80));
+  CHECK(s.used == s.capacity);
+  CHECK(test::host_bytes() == base + s.capacity);
+}
+
+TEST_CASE("learning none: initial_size from the start; what does not fit spills and is freed at cycle end") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  const std::uint64_t base = test::host_bytes();
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 1024;
+  {
+    ws::Scope scope = ws::activate(cfg, "N");
+    CHECK(scope.stats().capacity == 1024);
+    NDArray a = m.ones({200});  // 800 B: fits
+    CHECK(scope.stats().spilled_bytes == 0);
+    NDArray b = m.ones({200});  // does not fit: ordinary memory
+    CHECK(scope.stats().spilled_bytes == aligned(800));
+    CHECK(test::host_bytes() == base + 1024 + aligned(800));
+    CHECK(b.sum().item<float>() == 200.0f);
+  }
+  CHECK(test::host_bytes() == base + 1024);
+  // The next cycle is no bigger: external spill never grows the arena.
+  ws::Stats s = run_cycle(cfg, "N", m, {200, 200});
+  CHECK(s.capacity == 1024);
+  CHECK(s.reallocations == 0);
+}
+
+TEST_CASE("Spill::fail: OutOfMemory naming the workspace, its cycle and what to try") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 512;
+  cfg.spill = ws::Spill::fail;
+  ws::Scope scope = ws::activate(cfg, "TIGHT");
+  NDArray a = m.ones({64});  // 256 B
+  try {
+    (void)m.ones({100});
+    FAIL("expected OutOfMemory");
+  } catch (const OutOfMemory& e) {
+    std::string what = e.what();
+    CHECK(what.find("workspace 'TIGHT'") != std::string::npos);
+    CHECK(what.find("cycle 1") != std::string::npos);
+    CHECK(what.find("Spill::fail") != std::string::npos);
+    CHECK(e.requested() == 400);
+  }
+  CHECK(a.sum().item<float>() == 64.0f);  // the arena is intact
+}
+
+TEST_CASE("Spill::fail while learning: the learning cycle still spills") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.spill = ws::Spill::fail;
+  ws::Stats s1 = run_cycle(cfg, "L", m, {100});
+  CHECK(s1.spilled_bytes == aligned(400));
+  ws::Stats s2 = run_cycle(cfg, "L", m, {100});
+  CHECK(s2.capacity > 0);
+  CHECK_THROWS_AS(run_cycle(cfg, "L", m, {100, 1000}), OutOfMemory);
+}
+
+TEST_CASE("Spill::reallocate: the arena grows at the next cycle to fit the last one") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  const std::uint64_t base = test::host_bytes();
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 256;
+  cfg.spill = ws::Spill::reallocate;
+  cfg.allocation = ws::Allocation::strict;
+  ws::Stats s1 = run_cycle(cfg, "R", m, {64, 64});  // 256 + 256: the second spills
+  CHECK(s1.capacity == 256);
+  CHECK(s1.spilled_bytes == 256);
+  CHECK(test::host_bytes() == base + 256);
+  ws::Stats s2 = run_cycle(cfg, "R", m, {64, 64});
+  CHECK(s2.capacity == 512);
+  CHECK(s2.spilled_bytes == 256);  // no new spill
+  CHECK(s2.reallocations == 1);
+  CHECK(test::host_bytes() == base + 512);
+}
+
+TEST_CASE("Learning::over_time: sized from the largest of the first N cycles") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.learning = ws::Learning::over_time;
+  cfg.cycles_before_initialization = 3;
+  cfg.allocation = ws::Allocation::strict;
+  CHECK(run_cycle(cfg, "T", m, {16}).capacity == 0);
+  CHECK(run_cycle(cfg, "T", m, {160}).capacity == 0);
+  CHECK(run_cycle(cfg, "T", m, {32}).capacity == 0);
+  ws::Stats s = run_cycle(cfg, "T", m, {160});
+  CHECK(s.capacity == 640);
+  CHECK(s.spilled_bytes == 64 + 640 + 128);
+}
+
+TEST_CASE("max_size caps the learned arena; the rest spills") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.max_size = 1000;
+  run_cycle(cfg, "CAP", m, {1000});
+  ws::Stats s = run_cycle(cfg, "CAP", m, {100, 1000});
+  CHECK(s.capacity == 960);  // 1000 rounded down to the alignment
+  CHECK(s.used == aligned(400));
+  CHECK(s.spilled_bytes == aligned(4000) * 2);
+}
+
+TEST_CASE("block_left: each cycle starts at offset 0 and closes the last cycle's arrays") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 4096;
+  NDArray old;
+  const void* first = nullptr;
+  {
+    ws::Scope scope = ws::activate(cfg, "BL");
+    old = m.ones({16});
+    first = data_of(old);
+  }
+  CHECK(old.sum().item<float>() == 16.0f);  // valid until the next cycle begins
+  ws::Scope scope = ws::activate(cfg, "BL");
+  CHECK_THROWS_AS((void)old.sum(), ArrayClosed);
+  NDArray fresh = m.zeros({16});
+  CHECK(data_of(fresh) == first);
+  CHECK(reinterpret_cast<std::uintptr_t>(data_of(fresh)) % kAlign == 0);
+}
+
+TEST_CASE("end_of_buffer: arrays stay valid across cycles until the ring wraps over them") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 1024;  // four 256-byte arrays
+  cfg.reset = ws::Reset::end_of_buffer;
+  std::vector<NDArray> arrays;
+  for (int c = 0; c < 3; ++c) {
+    ws::Scope scope = ws::activate(cfg, "RING");
+    arrays.push_back(m.full({64}, float(c)));
+  }
+  // Three cycles, three arrays side by side: all valid.
+  for (int c = 0; c < 3; ++c) CHECK(arrays[std::size_t(c)].sum().item<float>() == 64.0f * float(c));
+  {
+    ws::Scope scope = ws::activate(cfg, "RING");
+    arrays.push_back(m.full({64}, 3.0f));  // the last slot
+    arrays.push_back(m.full({64}, 4.0f));  // wraps over the first cycle's array only
+    CHECK(scope.stats().spilled_bytes == 0);
+  }
+  CHECK_THROWS_AS((void)arrays[0].sum(), ArrayClosed);
+  for (int c = 1; c < 5; ++c) CHECK(arrays[std::size_t(c)].sum().item<float>() == 64.0f * float(c));
+  CHECK(ws::stats("RING").used == 1024);
+}
+
+TEST_CASE("end_of_buffer: a cycle never wraps over its own arrays; it spills instead") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 512;
+  cfg.reset = ws::Reset::end_of_buffer;
+  ws::Scope scope = ws::activate(cfg, "RING");
+  NDArray a = m.full({64}, 1.0f), b = m.full({64}, 2.0f);
+  NDArray c = m.full({64}, 3.0f);  // would wrap over a
+  CHECK(scope.stats().spilled_bytes == 256);
+  CHECK(a.sum().item<float>() == 64.0f);
+  CHECK(b.sum().item<float>() == 128.0f);
+  CHECK(c.sum().item<float>() == 192.0f);
+}
+
+TEST_CASE("end_of_buffer × reallocate: a spill grows the ring at the next cycle, closing the old ring's arrays") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 256;
+  cfg.reset = ws::Reset::end_of_buffer;
+  cfg.spill = ws::Spill::reallocate;
+  cfg.allocation = ws::Allocation::strict;
+  NDArray a;
+  {
+    ws::Scope scope = ws::activate(cfg, "RR");
+    a = m.ones({64});
+    (void)m.ones({64});  // spills
+  }
+  CHECK(a.sum().item<float>() == 64.0f);
+  ws::Scope scope = ws::activate(cfg, "RR");
+  CHECK(scope.stats().capacity == 512);
+  CHECK_THROWS_AS((void)a.sum(), ArrayClosed);
+}
+
+TEST_CASE("Location::mmap: the arena is a file while the workspace lives; destroy removes it") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  const std::uint64_t base = test::host_bytes();
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "ndgc-ws-test";
+  std::filesystem::create_directories(dir);
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 1 << 16;
+  cfg.location = ws::Location::mmap;
+  cfg.mmap_path = dir.string();
+  {
+    ws::Scope scope = ws::activate(cfg, "MAPPED");
+    NDArray a = m.arange(0, 1000);
+    CHECK(a.sum().item<float>() == 499500.0f);
+    CHECK(test::host_bytes() == base + (1 << 16));  // charged like RAM
+  }
+  auto files = [&] { return std::distance(std::filesystem::directory_iterator(dir), {}); };
+  CHECK(files() == 1);
+  ws::destroy("MAPPED");
+  CHECK(files() == 0);
+  CHECK(test::host_bytes() == base);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Location::mmap to a file that cannot be created: WorkspaceError naming the file") {
+  Cleanup cleanup;
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 4096;
+  cfg.location = ws::Location::mmap;
+  cfg.mmap_path = "/nonexistent-dir/arena.bin";
+  try {
+    ws::Scope scope = ws::activate(cfg, "BAD");
+    FAIL("expected WorkspaceError");
+  } catch (const WorkspaceError& e) {
+    CHECK(std::string(e.what()).find("/nonexistent-dir/arena.bin") != std::string::npos);
+  }
+}
+
+TEST_CASE("an arena counts against the memory limit: OutOfMemory names the workspace") {
+  Cleanup cleanup;
+  const std::uint64_t old = memory::limit(Device::cpu());
+  memory::set_limit(Device::cpu(), test::host_bytes() + (1 << 20));
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 4 << 20;
+  try {
+    ws::Scope scope = ws::activate(cfg, "HUGE");
+    FAIL("expected OutOfMemory");
+  } catch (const OutOfMemory& e) {
+    CHECK(std::string(e.what()).find("workspace 'HUGE'") != std::string::npos);
+  }
+  memory::set_limit(Device::cpu(), old);
+}
+
+TEST_CASE("leases are 64-byte aligned, bumped in order and counted") {
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 4096;
+  memory::Workspace w(cfg, "raw", 0);
+  w.begin_cycle();
+  memory::Lease* a = w.allocate(1);
+  memory::Lease* b = w.allocate(65);
+  memory::Lease* c = w.allocate(64);
+  CHECK(reinterpret_cast<std::uintptr_t>(a->data) % kAlign == 0);
+  CHECK(b->data == a->data + 64);
+  CHECK(c->data == b->data + 128);
+  CHECK(w.stats().used == 256);
+  CHECK(w.stats().allocations == 3);
+  for (memory::Lease* l : {a, b, c}) memory::Workspace::release(l);
+  w.end_cycle();
+  w.begin_cycle();
+  memory::Lease* d = w.allocate(8);
+  CHECK(d->data == a->data);  // block_left: back to offset 0 (the lease records are reused too)
+  memory::Workspace::release(d);
+  w.end_cycle();
+}
+
+TEST_CASE("the same name on two threads is two workspaces") {
+  Cleanup cleanup;
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 1024;
+  ws::Scope mine = ws::activate(cfg, "SAME");
+  std::uint64_t other_thread_caps = 0;
+  std::thread t([&] {
+    ws::Config big = cfg;
+    big.initial_size = 2048;
+    {
+      ws::Scope theirs = ws::activate(big, "SAME");  // not "already open": another thread's
+      other_thread_caps = theirs.stats().capacity;
+    }
+    ws::destroy_all_for_this_thread();
+  });
+  t.join();
+  CHECK(other_thread_caps == 2048);
+  CHECK(mine.stats().capacity == 1024);
+}
+
+TEST_CASE("misuse: WorkspaceError for out-of-order close, destroy while open, activate twice") {
+  Cleanup cleanup;
+  ws::Config cfg;
+  {
+    ws::Scope outer = ws::activate(cfg, "OUTER");
+    ws::Scope inner = ws::activate(cfg, "INNER");
+    try {
+      outer.close();
+      FAIL("expected WorkspaceError");
+    } catch (const WorkspaceError& e) {
+      std::string what = e.what();
+      CHECK(what.find("'OUTER'") != std::string::npos);
+      CHECK(what.find("'INNER'") != std::string::npos);
+    }
+    try {
+      ws::destroy("INNER");
+      FAIL("expected WorkspaceError");
+    } catch (const WorkspaceError& e) {
+      CHECK(std::string(e.what()).find("'INNER'") != std::string::npos);
+    }
+    CHECK_THROWS_AS((void)ws::activate(cfg, "OUTER"), WorkspaceError);
+    CHECK_THROWS_AS(ws::destroy_all_for_this_thread(), WorkspaceError);
+    inner.close();
+    outer.close();
+    CHECK_FALSE(outer.is_open());
+  }
+  CHECK_THROWS_AS((void)ws::stats("NOPE"), WorkspaceError);
+  ws::destroy("NOPE");  // unknown: nothing to do
+}
+
+TEST_CASE("nesting and ScopeOut pick where storage comes from") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws");
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 4096;
+  ws::Scope outer = ws::activate(cfg, "O");
+  (void)m.ones({4});
+  {
+    ws::Scope inner = ws::activate(cfg, "I");
+    (void)m.ones({4});
+    {
+      ws::ScopeOut out;
+      const std::uint64_t before = memory::stats(Device::cpu()).allocations;
+      (void)m.ones({4});
+      CHECK(memory::stats(Device::cpu()).allocations == before + 1);
+    }
+    CHECK(inner.stats().allocations == 1);
+  }
+  (void)m.ones({4});
+  CHECK(outer.stats().allocations == 2);
+  std::vector<ws::Info> all = ws::list();
+  bool found = false;
+  for (const ws::Info& i : all) found = found || (i.name == "O" && i.open && i.stats.capacity == 4096);
+  CHECK(found);
+}
