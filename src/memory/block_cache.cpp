@@ -15,7 +15,7 @@
 namespace ndgc::memory {
 namespace {
 
-constexpr int kMinShift = 10;  // classes start above 1 KiB
+constexpr int kMinShift = 6;   // classes start above 64 B (Note [Host block cache])
 constexpr int kMaxShift = 22;  // and end at 4 MiB
 constexpr int kClasses = (kMaxShift - kMinShift) * 4;
 constexpr int kDepth = 4;
