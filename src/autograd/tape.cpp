@@ -3,6 +3,7 @@
 #include "autograd/tape.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 
 #include "autograd/gradient_state.hpp"
@@ -77,7 +78,12 @@ Tape::Tape() {
 
 Tape::~Tape() {
   t_tape = nullptr;
+  const std::size_t used = buffers_.nodes.size();
   buffers_.nodes.clear();  // releases the tape's handles, as destroying it did
+  // The kept storage is scanned by the trace detector's collector (global
+  // `new` memory): it must not go on showing the keys the nodes pointed at,
+  // or a leaked handle to one of them would never look unreachable.
+  std::memset(static_cast<void*>(buffers_.nodes.data()), 0, used * sizeof(Node));
   buffers_.grads.clear();
   buffers_.inputs.clear();
   std::fill(buffers_.producer.begin(), buffers_.producer.end(), Slot{});
