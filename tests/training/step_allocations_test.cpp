@@ -115,7 +115,8 @@ TEST_CASE("a steady-state training step of the Fashion-MNIST MLP makes at most 1
   for (bool autoclose : {false, true}) {
     CAPTURE(autoclose);
     const double per_step = allocations_per_step(autoclose);
-    MESSAGE(std::string(autoclose ? "auto-close on: " : "auto-close off: ") << per_step << " heap allocations per step");
+    MESSAGE(std::string(autoclose ? "auto-close on: " : "auto-close off: ") << per_step
+                                                                            << " heap allocations per step");
     CHECK(per_step <= 10);
   }
 }
