@@ -2,8 +2,8 @@
 // entropy, Adam lr 1e-3, batch 32, shuffled) in three implementations:
 //   - ndgc: Model + Trainer + ArrayDataset, exactly the loop fit() runs
 //     (also with auto-close on);
-//   - hand-written Eigen: preallocated row-major matrices, manual backward,
-//     fused Adam: the floor for this workload on one core;
+//   - hand-written Eigen (eigen_mlp.hpp): preallocated row-major matrices,
+//     manual backward, fused Adam: the floor for this workload on one core;
 //   - LibTorch (when found): the same loop with autograd and torch::optim::Adam.
 // Each iteration is one epoch (1875 steps on Fashion-MNIST's 60000 training
 // images; random data of the same shape when the dataset is not installed).
@@ -24,6 +24,8 @@
 #include <ndgc/data.hpp>
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
+
+#include "eigen_mlp.hpp"
 
 #if NDGC_HAVE_TORCH
 #include <torch/torch.h>
@@ -99,45 +101,12 @@ void BM_epoch_ndgc_autoclose(benchmark::State& state) { run_ndgc(state, true); }
 
 // ---- hand-written Eigen ----------------------------------------------------------------
 
-using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using Row = Eigen::Matrix<float, 1, Eigen::Dynamic>;
-
-struct AdamState {
-  Mat m, v;
-  explicit AdamState(Eigen::Index r, Eigen::Index c) : m(Mat::Zero(r, c)), v(Mat::Zero(r, c)) {}
-};
-
-// One pass over the parameter: the same maths as nn::Adam.
-void adam_step(float* w, const float* g, float* m, float* v, Eigen::Index n, int t) {
-  const float b1 = 0.9f, b2 = 0.999f, lr = 1e-3f, eps = 1e-8f;
-  const float step = lr / (1 - std::pow(b1, float(t)));
-  const float inv_bc2 = 1 / (1 - std::pow(b2, float(t)));
-  Eigen::Map<Eigen::ArrayXf> W(w, n), M(m, n), V(v, n);
-  Eigen::Map<const Eigen::ArrayXf> G(g, n);
-  M = b1 * M + (1 - b1) * G;
-  V = b2 * V + (1 - b2) * G.square();
-  W -= step * M / ((V * inv_bc2).sqrt() + eps);
-}
-
 void BM_epoch_eigen(benchmark::State& state) {
   const HostData& h = host_data();
   std::mt19937_64 rng(7);
-  auto xavier = [&](Eigen::Index r, Eigen::Index c) {
-    std::uniform_real_distribution<float> u(-std::sqrt(6.0f / float(r + c)), std::sqrt(6.0f / float(r + c)));
-    Mat w(r, c);
-    for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = u(rng);
-    return w;
-  };
-  Mat W1 = xavier(kIn, kH1), W2 = xavier(kH1, kH2), W3 = xavier(kH2, kOut);
-  Row b1 = Row::Zero(kH1), b2 = Row::Zero(kH2), b3 = Row::Zero(kOut);
-  Mat dW1(kIn, kH1), dW2(kH1, kH2), dW3(kH2, kOut);
-  Row db1(kH1), db2(kH2), db3(kOut);
-  AdamState sW1(kIn, kH1), sW2(kH1, kH2), sW3(kH2, kOut), sb1(1, kH1), sb2(1, kH2), sb3(1, kOut);
-  Mat X(kBatch, kIn), H1(kBatch, kH1), H2(kBatch, kH2), Z(kBatch, kOut), dZ(kBatch, kOut), dH2(kBatch, kH2),
-      dH1(kBatch, kH1);
+  perf::EigenMlp mlp(rng);
   std::vector<std::int64_t> order(std::size_t(h.rows));
   std::iota(order.begin(), order.end(), 0);
-  int t = 0;
   double tail = 0;
   for (auto _ : state) {
     std::shuffle(order.begin(), order.end(), rng);
@@ -145,47 +114,7 @@ void BM_epoch_eigen(benchmark::State& state) {
     tail = 0;
     for (std::int64_t s = 0; s < steps; ++s) {
       const std::int64_t begin = s * kBatch, rows = std::min(kBatch, h.rows - begin);
-      for (std::int64_t r = 0; r < rows; ++r)
-        std::copy_n(h.x.data() + order[std::size_t(begin + r)] * kIn, kIn, X.row(r).data());
-      auto x = X.topRows(rows);
-      auto h1 = H1.topRows(rows), h2 = H2.topRows(rows), z = Z.topRows(rows), dz = dZ.topRows(rows);
-      auto dh2 = dH2.topRows(rows), dh1 = dH1.topRows(rows);
-      h1.noalias() = x * W1;
-      h1 = (h1.rowwise() + b1).cwiseMax(0.0f);
-      h2.noalias() = h1 * W2;
-      h2 = (h2.rowwise() + b2).cwiseMax(0.0f);
-      z.noalias() = h2 * W3;
-      z.rowwise() += b3;
-      // Softmax cross entropy and its gradient (softmax - onehot) / rows.
-      double loss = 0;
-      for (std::int64_t r = 0; r < rows; ++r) {
-        auto zr = z.row(r);
-        const float mx = zr.maxCoeff();
-        dz.row(r) = (zr.array() - mx).exp().matrix();
-        const float sum = dz.row(r).sum();
-        const std::int64_t label = h.y[std::size_t(order[std::size_t(begin + r)])];
-        loss += std::log(sum) - (zr(label) - mx);
-        dz.row(r) /= sum;
-        dz(r, label) -= 1;
-      }
-      dz /= float(rows);
-      dW3.noalias() = h2.transpose() * dz;
-      db3 = dz.colwise().sum();
-      dh2.noalias() = dz * W3.transpose();
-      dh2 = (h2.array() > 0).select(dh2, 0.0f);
-      dW2.noalias() = h1.transpose() * dh2;
-      db2 = dh2.colwise().sum();
-      dh1.noalias() = dh2 * W2.transpose();
-      dh1 = (h1.array() > 0).select(dh1, 0.0f);
-      dW1.noalias() = x.transpose() * dh1;
-      db1 = dh1.colwise().sum();
-      ++t;
-      adam_step(W1.data(), dW1.data(), sW1.m.data(), sW1.v.data(), W1.size(), t);
-      adam_step(b1.data(), db1.data(), sb1.m.data(), sb1.v.data(), b1.size(), t);
-      adam_step(W2.data(), dW2.data(), sW2.m.data(), sW2.v.data(), W2.size(), t);
-      adam_step(b2.data(), db2.data(), sb2.m.data(), sb2.v.data(), b2.size(), t);
-      adam_step(W3.data(), dW3.data(), sW3.m.data(), sW3.v.data(), W3.size(), t);
-      adam_step(b3.data(), db3.data(), sb3.m.data(), sb3.v.data(), b3.size(), t);
+      const double loss = mlp.step(h.x.data(), h.y.data(), order.data() + begin, rows);
       if (s >= steps - 100) tail += loss / double(rows) / 100;
     }
   }

@@ -71,9 +71,21 @@ void Tape::backward(const NDArray& target) {
         "the collector before it",
         ops::describe(*t)));
   }
-  std::vector<Scratch> grads(std::size_t(root) + 1);
+  // The tape's kept buffers (Note [Recording cost]), emptied again however this ends.
+  std::vector<Scratch>& grads = buffers_.grads;
+  std::vector<Scratch>& inputs = buffers_.inputs;
+  struct Empty {
+    std::vector<Scratch>& a;
+    std::vector<Scratch>& b;
+    ~Empty() {
+      a.clear();
+      b.clear();
+    }
+  } empty{grads, inputs};
+  grads.clear();
+  grads.resize(std::size_t(root) + 1);
   grads[std::size_t(root)] = std::move(seed);
-  std::vector<Scratch> inputs;
+  inputs.clear();
   for (std::int32_t i = root; i >= 0; --i) {
     Scratch& slot = grads[std::size_t(i)];
     if (!slot) continue;

@@ -196,6 +196,9 @@ void unary_rule(Rule& r) {
       scalar_into(Binary::mul, t, 2);
       break;
     case Unary::relu: {
+      t = std::move(r.g);  // fused, in place: g = x > 0 ? g : 0
+      if (t.engine().relu_backward(x, t.view(), t.view())) break;
+      r.g = std::move(t);
       Scratch pos = scalar(Binary::gt, x, 0, false, d);
       Scratch zero = r.zero();
       t = where(pos.view(), r.g.view(), zero.view(), shape, d);

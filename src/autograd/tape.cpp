@@ -2,18 +2,24 @@
 // See Note [Tracked arrays] and Note [Recording cost] in tape.hpp.
 #include "autograd/tape.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <mutex>
 
 #include "autograd/gradient_state.hpp"
 #include "core/key.hpp"
 #include "core/registry.hpp"
 #include "ndgc/error.hpp"
+#include "support/free_list.hpp"
 
 namespace ndgc::autograd::detail {
 namespace {
 
 thread_local Tape* t_tape = nullptr;
 thread_local bool t_paused = false;
+// The last tape's buffers, emptied (Note [Recording cost]).
+thread_local TapeBuffers t_spare;
+using TapeFreeList = support::FreeList<sizeof(Tape), Tape>;
 
 void record_hook(const ops::OpRecord& op, std::span<const NDArray> inputs, const NDArray& output) {
   if (Tape* tape = t_tape; tape && !t_paused) tape->record(op, inputs, output);
@@ -64,12 +70,34 @@ Tape::Tape() {
         "GradientCollector: another GradientCollector is already recording on this thread; end it first (one "
         "collector per thread at a time)");
   install_recorder();
-  nodes_.reserve(64);
-  producer_.resize(128);
+  buffers_ = std::move(t_spare);  // leaves t_spare's vectors empty
+  if (nodes_.capacity() < 64) nodes_.reserve(64);
+  if (producer_.size() < 128) producer_.resize(128);  // a kept table comes back all empty
   t_tape = this;
 }
 
-Tape::~Tape() { t_tape = nullptr; }
+Tape::~Tape() {
+  t_tape = nullptr;
+  const std::size_t used = buffers_.nodes.size();
+  buffers_.nodes.clear();  // releases the tape's handles, as destroying it did
+  // The kept storage is scanned by the trace detector's collector (global
+  // `new` memory): it must not go on showing the keys the nodes pointed at,
+  // or a leaked handle to one of them would never look unreachable.
+  std::memset(static_cast<void*>(buffers_.nodes.data()), 0, used * sizeof(Node));
+  buffers_.grads.clear();
+  buffers_.inputs.clear();
+  std::fill(buffers_.producer.begin(), buffers_.producer.end(), Slot{});
+  if (buffers_.nodes.capacity() >= t_spare.nodes.capacity()) t_spare = std::move(buffers_);
+}
+
+void* Tape::operator new(std::size_t size) {
+  return size == sizeof(Tape) ? TapeFreeList::allocate() : ::operator new(size);
+}
+
+void Tape::operator delete(void* p, std::size_t size) noexcept {
+  if (size == sizeof(Tape)) TapeFreeList::free(p);
+  else ::operator delete(p);
+}
 
 Tape* Tape::current() noexcept { return t_paused ? nullptr : t_tape; }
 bool Tape::paused() noexcept { return t_paused; }

@@ -20,7 +20,11 @@
 // it avoids allocation per op: up to three inputs are stored inline in the
 // node (concat/stack of more spill to a vector), and `producer_` is an
 // open-addressing table of (key, node) pairs that only allocates when it
-// doubles, and nodes are reserved in batches.
+// doubles, and nodes are reserved in batches. A training loop makes one tape
+// per step, so a tape's buffers (nodes, the table, backward's gradient
+// slots) outlive it: the ending tape leaves them, emptied, to the next tape
+// on its thread, and a steady-state step allocates none of them (issue 16).
+// The Tape object itself comes from a free list (support/free_list.hpp).
 //
 // Thread-safety: a tape belongs to one thread. The recorder hook reaches the
 // recording thread's tape through a thread_local pointer, so other threads'
@@ -31,6 +35,7 @@
 #include <span>
 #include <vector>
 
+#include "autograd/scratch.hpp"
 #include "ndgc/ndarray.hpp"
 #include "ops/record.hpp"
 
@@ -58,10 +63,24 @@ class Node {
   std::vector<std::int32_t> more_sources_;
 };
 
+// What a tape allocates, kept for the next tape on the thread (Note
+// [Recording cost]). Empty (no handle, no scratch) whenever no tape uses it.
+struct TapeBuffers {
+  struct Slot {
+    const void* key = nullptr;
+    std::int32_t node = kNoGradient;
+  };
+  std::vector<Node> nodes;
+  std::vector<Slot> producer;          // open addressing, power-of-two size, at most half full
+  std::vector<Scratch> grads, inputs;  // backward's per-node gradients and one node's input gradients
+};
+
 class Tape {
  public:
   Tape();
   ~Tape();
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
   Tape(const Tape&) = delete;
   Tape& operator=(const Tape&) = delete;
 
@@ -75,15 +94,13 @@ class Tape {
   static void set_paused(bool paused) noexcept;
 
  private:
-  struct Slot {
-    const void* key = nullptr;
-    std::int32_t node = kNoGradient;
-  };
+  using Slot = TapeBuffers::Slot;
   std::int32_t producer(const NDArray& array) const noexcept;
   void remember(const void* key, std::int32_t node);
 
-  std::vector<Node> nodes_;
-  std::vector<Slot> producer_;  // open addressing, power-of-two size, at most half full
+  TapeBuffers buffers_;
+  std::vector<Node>& nodes_ = buffers_.nodes;
+  std::vector<Slot>& producer_ = buffers_.producer;
   std::size_t producers_ = 0;
 };
 

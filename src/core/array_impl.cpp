@@ -8,6 +8,7 @@
 
 #include "core/manager_impl.hpp"
 #include "ndgc/error.hpp"
+#include "support/free_list.hpp"
 
 namespace ndgc::detail {
 
@@ -48,6 +49,17 @@ ArrayImpl::ArrayImpl(const Shape& shape_, const Shape& strides_, std::int64_t of
       device(storage_->device()),
       storage(std::move(storage_)),
       site(site_) {}
+
+using ArrayImplFreeList = support::FreeList<sizeof(ArrayImpl), ArrayImpl>;
+
+void* ArrayImpl::operator new(std::size_t size) {
+  return size == sizeof(ArrayImpl) ? ArrayImplFreeList::allocate() : ::operator new(size);
+}
+
+void ArrayImpl::operator delete(void* p, std::size_t size) noexcept {
+  if (size == sizeof(ArrayImpl)) ArrayImplFreeList::free(p);
+  else ::operator delete(p);
+}
 
 ArrayImpl::~ArrayImpl() {
   if (owner) owner->release();

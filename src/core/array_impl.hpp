@@ -39,6 +39,10 @@ class ArrayImpl {
   ArrayImpl(const Shape& shape, const Shape& strides, std::int64_t offset, DataType dtype, StorageRef storage,
             Site site);
   ~ArrayImpl();
+  // From a per-thread free list (Note [Object free lists] in support/free_list.hpp).
+  static void* operator new(std::size_t size);
+  static void* operator new(std::size_t, void* where) noexcept { return where; }
+  static void operator delete(void* p, std::size_t size) noexcept;
 
   // ---- fixed after publication --------------------------------------------
   Shape shape;

@@ -4,12 +4,22 @@
 
 #include "core/autoclose.hpp"
 #include "core/reclaim_queue.hpp"
+#include "support/free_list.hpp"
 
 namespace ndgc::detail {
 namespace {
 
-Key* heap_allocate() { return new Key(); }
-void heap_free(Key* key) noexcept { delete key; }
+// Keys off the collector come from a per-thread free list (Note [Object free
+// lists] in support/free_list.hpp); the trace key heap keeps its own path.
+using KeyFreeList = support::FreeList<sizeof(Key), Key>;
+Key* heap_allocate() {
+  void* p = KeyFreeList::allocate();
+  return new (p) Key();  // Key() does not throw
+}
+void heap_free(Key* key) noexcept {
+  key->~Key();
+  KeyFreeList::free(key);
+}
 constexpr KeyHeap kDefaultHeap{heap_allocate, heap_free};
 std::atomic<const KeyHeap*> g_heap{&kDefaultHeap};
 

@@ -13,6 +13,7 @@
 #include "memory/allocator.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/memory.hpp"
+#include "support/free_list.hpp"
 
 namespace ndgc::detail {
 
@@ -67,8 +68,19 @@ ManagerImpl::ManagerImpl(std::string name, Device device, ManagerImpl* parent)
   if (parent_) parent_->retain();
 }
 
+// Managers made with create() (a batch's, a scope's: one per step) come from
+// a per-thread free list (Note [Object free lists] in support/free_list.hpp);
+// release() gives them back. The system manager is never freed.
+using ManagerFreeList = support::FreeList<sizeof(ManagerImpl), ManagerImpl>;
+
 ManagerImpl* ManagerImpl::create(std::string name, Device device, ManagerImpl* parent) {
-  return new ManagerImpl(std::move(name), device, parent);
+  void* p = ManagerFreeList::allocate();
+  try {
+    return new (p) ManagerImpl(std::move(name), device, parent);
+  } catch (...) {
+    ManagerFreeList::free(p);
+    throw;
+  }
 }
 
 ManagerImpl& ManagerImpl::system() noexcept {
@@ -84,7 +96,8 @@ ManagerImpl& ManagerImpl::system() noexcept {
 void ManagerImpl::release() noexcept {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   ManagerImpl* parent = parent_;
-  delete this;
+  this->~ManagerImpl();
+  ManagerFreeList::free(this);
   if (parent) parent->release();
 }
 

@@ -5,6 +5,7 @@
 
 #include "memory/allocator.hpp"
 #include "memory/workspace.hpp"
+#include "support/free_list.hpp"
 
 namespace ndgc::detail {
 
@@ -32,5 +33,10 @@ std::uint64_t Storage::release() noexcept {
   delete this;
   return freed;
 }
+
+using StorageFreeList = support::FreeList<sizeof(Storage), Storage>;
+
+void* Storage::operator new(std::size_t) { return StorageFreeList::allocate(); }
+void Storage::operator delete(void* p) noexcept { StorageFreeList::free(p); }
 
 }  // namespace ndgc::detail

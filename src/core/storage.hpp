@@ -25,6 +25,10 @@ class Storage {
  public:
   // Throws OutOfMemory (after draining the reclaim queue once).
   static Storage* allocate(Device device, std::size_t bytes);
+  // The Storage object itself (not its buffer) comes from a per-thread free
+  // list (Note [Object free lists] in support/free_list.hpp).
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p) noexcept;
 
   void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   // Returns the bytes freed (0 while other views remain).

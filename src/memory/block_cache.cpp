@@ -15,10 +15,10 @@
 namespace ndgc::memory {
 namespace {
 
-constexpr int kMinShift = 10;  // classes start above 1 KiB
+constexpr int kMinShift = 6;   // classes start above 64 B (Note [Host block cache])
 constexpr int kMaxShift = 22;  // and end at 4 MiB
 constexpr int kClasses = (kMaxShift - kMinShift) * 4;
-constexpr int kDepth = 4;
+constexpr int kDepth = 8;  // with 4, three buffers of each step of issue 16's MLP still went to malloc
 
 std::size_t class_size(int c) noexcept {
   std::size_t base = std::size_t(1) << (kMinShift + c / 4);

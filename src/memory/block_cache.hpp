@@ -5,9 +5,11 @@
 // instructions, but a 16 KiB block (a 64×64 float32 array) costs ~270
 // instructions to malloc and ~400 to free (callgrind): more than a small op's
 // kernel. Training loops allocate the same sizes every step, so freed blocks
-// of 1 KiB .. 4 MiB are kept per thread, four per size class (four classes
+// of 64 B .. 4 MiB are kept per thread, eight per size class (four classes
 // per power of two: at most 25% slack), up to kThreadCacheBytes per thread,
-// and handed out again without touching malloc. A block freed on another
+// and handed out again without touching malloc. Small blocks are cached too
+// (issue 16): a step's bias gradients, scalars and loss rows are ~20 blocks
+// of at most 1 KiB, each a malloc and a free otherwise. A block freed on another
 // thread goes to that thread's cache. Cached blocks are not "in use" in the
 // allocator's accounting; cached_bytes() reports them. Sanitizer builds
 // bypass the cache so that every buffer has exact bounds.

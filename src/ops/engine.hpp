@@ -102,6 +102,13 @@ class Engine {
                              const TensorView& out) = 0;
   virtual void where(const TensorView& condition, const TensorView& a, const TensorView& b,
                      const TensorView& out) = 0;
+  // ReLU's backward in one pass: out = x > 0 ? g : 0 (all of out's shape and
+  // dtype, floating; out may be the identical view of g). Returns false when
+  // the engine has no such kernel; autograd then composes it from a
+  // comparison and where().
+  virtual bool relu_backward(const TensorView& /*x*/, const TensorView& /*g*/, const TensorView& /*out*/) {
+    return false;
+  }
 
   // Reduces the axes set in `axes` (bit i: axis i); out has in's rank with
   // those axes of length 1. Not boolean.

@@ -28,6 +28,7 @@ class CpuEngine final : public Engine {
   void binary_scalar(Binary op, const TensorView& a, double s, bool scalar_left, const TensorView& out) override;
   void where(const TensorView& condition, const TensorView& a, const TensorView& b,
              const TensorView& out) override;
+  bool relu_backward(const TensorView& x, const TensorView& g, const TensorView& out) override;
   void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) override;
   void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override;
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;

@@ -3,7 +3,9 @@
 // Integer arithmetic wraps (computed in the unsigned type: no undefined
 // behaviour on overflow); integer division by zero throws InvalidArgument
 // instead of raising SIGFPE.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -241,9 +243,47 @@ void CpuEngine::where(const TensorView& condition, const TensorView& a, const Te
       const bool* c = reinterpret_cast<const bool*>(p[1]);
       const T* x = reinterpret_cast<const T*>(p[2]);
       const T* y = reinterpret_cast<const T*>(p[3]);
+      // Contiguous rows (a broadcast scalar on either side allowed): loops
+      // without stride arithmetic, which the compiler vectorises.
+      if (s[0] == 1 && s[1] == 1) {
+        if (s[2] == 1 && s[3] == 1) {
+          for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+          return;
+        }
+        if (s[2] == 1 && s[3] == 0) {
+          const T yv = *y;
+          for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : yv;
+          return;
+        }
+        if (s[2] == 0 && s[3] == 1) {
+          const T xv = *x;
+          for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] ? xv : y[i];
+          return;
+        }
+      }
       for (std::int64_t i = 0; i < n; ++i) o[i * s[0]] = c[i * s[1]] ? x[i * s[2]] : y[i * s[3]];
     });
   });
+}
+
+bool CpuEngine::relu_backward(const TensorView& x, const TensorView& g, const TensorView& out) {
+  if (!is_floating(out.dtype) || x.dtype != out.dtype || g.dtype != out.dtype) return false;
+  dispatch(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      for_each_row<3>({&out, &x, &g}, [&](auto& p, auto& s, std::int64_t n) {
+        T* o = reinterpret_cast<T*>(p[0]);
+        const T* px = reinterpret_cast<const T*>(p[1]);
+        const T* pg = reinterpret_cast<const T*>(p[2]);
+        if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
+          Vec<T>(o, n) = (CVec<T>(px, n) > T(0)).select(CVec<T>(pg, n), T(0));
+          return;
+        }
+        for (std::int64_t i = 0; i < n; ++i) o[i * s[0]] = px[i * s[1]] > T(0) ? pg[i * s[2]] : T(0);
+      });
+    }
+  });
+  return true;
 }
 
 void CpuEngine::copy(const TensorView& in, const TensorView& out) {
@@ -270,8 +310,18 @@ void CpuEngine::fill(const TensorView& out, double value) {
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T v = convert<T>(value);
+    // Zeroing a contiguous array (gradients, every step) is one memset: all
+    // dtypes' zero is all-zero bytes (+0.0 for floats; -0.0 is not).
+    if (out.is_contiguous() && v == T(0) && !std::signbit(double(v))) {
+      std::memset(out.data, 0, std::size_t(out.size()) * sizeof(T));
+      return;
+    }
     for_each_row<1>({&out}, [&](auto& p, auto& s, std::int64_t n) {
       T* o = reinterpret_cast<T*>(p[0]);
+      if (s[0] == 1) {
+        std::fill_n(o, n, v);
+        return;
+      }
       for (std::int64_t i = 0; i < n; ++i) o[i * s[0]] = v;
     });
   });

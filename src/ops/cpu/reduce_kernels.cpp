@@ -6,6 +6,7 @@
 // axes of a contiguous array (a bias gradient: sum over the batch) skips the
 // copy and uses a colwise reduction instead. max and min propagate NaN; see
 // Note [NaN in max and min].
+#include <cmath>
 #include <type_traits>
 
 #include <Eigen/Core>
@@ -177,13 +178,18 @@ void CpuEngine::softmax(const TensorView& in, int axis, bool log, const TensorVi
       using Mat = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
       Eigen::Map<const Mat> x(static_cast<const T*>(rows.data), s.rows, s.cols);
       Eigen::Map<Mat> y(static_cast<T*>(target.data), s.rows, s.cols);
-      // Subtracting the row max keeps exp() finite.
-      y = x.colwise() - x.rowwise().maxCoeff();
-      if (log) {
-        y.colwise() -= y.exp().rowwise().sum().log();
-      } else {
-        y = y.exp();
-        y.colwise() /= y.rowwise().sum();
+      // Subtracting the row max keeps exp() finite. Row by row: whole-matrix
+      // rowwise() reductions would allocate two temporary columns per call.
+      for (Eigen::Index r = 0; s.cols > 0 && r < s.rows; ++r) {
+        auto xr = x.row(r);
+        auto yr = y.row(r);
+        yr = xr - xr.maxCoeff();
+        if (log) {
+          yr -= std::log(yr.exp().sum());
+        } else {
+          yr = yr.exp();
+          yr /= yr.sum();
+        }
       }
     }
   });

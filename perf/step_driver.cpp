@@ -1,0 +1,101 @@
+// One steady-state MLP training step, for instruction counts under callgrind
+// (perf/callgrind_step.sh): `step_driver ndgc|ndgc-autoclose|eigen [steps]`
+// warms up, then runs `steps` steps (default 20) with callgrind's collection
+// switched on around them only (run it with --collect-atstart=no), so the
+// total the tool reports, divided by `steps`, is the cost of one step.
+// Both sides train on the same random data (784 features, labels 0..9,
+// batch 32, shuffled); a step is fetching the batch and training on it.
+// Outside valgrind the client requests are no-ops.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <valgrind/callgrind.h>
+
+#include <ndgc/data.hpp>
+#include <ndgc/ndgc.hpp>
+#include <ndgc/training.hpp>
+
+#include "eigen_mlp.hpp"
+
+namespace {
+
+using namespace ndgc;
+using perf::EigenMlp;
+
+constexpr int kWarmup = 50;
+
+struct Data {
+  std::vector<float> x;
+  std::vector<std::int64_t> y;
+  std::int64_t rows;
+};
+
+Data make_data(std::int64_t rows) {
+  Data d{std::vector<float>(std::size_t(rows * EigenMlp::kIn)), std::vector<std::int64_t>(std::size_t(rows)), rows};
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (float& v : d.x) v = u(rng);
+  for (std::int64_t& v : d.y) v = std::int64_t(rng() % 10);
+  return d;
+}
+
+double run_ndgc(const Data& d, int steps, bool autoclose) {
+  autoclose ? gc::enable() : gc::disable();
+  set_random_seed(7);
+  Model model("step mlp", std::make_unique<nn::Mlp>(EigenMlp::kIn, EigenMlp::kOut,
+                                                     std::vector<std::int64_t>{EigenMlp::kH1, EigenMlp::kH2}));
+  model.initialize(Shape{EigenMlp::kBatch, EigenMlp::kIn});
+  data::ArrayDataset train(model.manager().create(d.x, Shape{d.rows, EigenMlp::kIn}), model.manager().create(d.y));
+  train.set_batch_size(EigenMlp::kBatch).set_shuffle(true, 42);
+  training::TrainingConfig config;
+  config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
+  config.optimizer = std::make_shared<nn::Adam>(1e-3);
+  training::Trainer trainer(model, config);
+  double loss = 0;
+  int step = 0;
+  for (data::Batch& batch : train.batches(trainer.manager(), 0)) {
+    // Toggled where the loop body begins, so the measured steps include ++it.
+    if (step == kWarmup || step == kWarmup + steps) CALLGRIND_TOGGLE_COLLECT;
+    if (step == kWarmup + steps) break;
+    loss += trainer.train_batch(batch, 0);
+    ++step;
+  }
+  gc::disable();
+  return loss;
+}
+
+double run_eigen(const Data& d, int steps) {
+  std::mt19937_64 rng(7);
+  EigenMlp mlp(rng);
+  std::vector<std::int64_t> order(std::size_t(d.rows));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  double loss = 0;
+  for (int step = 0; step < kWarmup + steps; ++step) {
+    if (step == kWarmup) CALLGRIND_TOGGLE_COLLECT;
+    loss += mlp.step(d.x.data(), d.y.data(), order.data() + step * EigenMlp::kBatch, EigenMlp::kBatch) /
+            double(EigenMlp::kBatch);
+  }
+  CALLGRIND_TOGGLE_COLLECT;
+  return loss;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
+  if (steps <= 0 || (std::strcmp(mode, "ndgc") && std::strcmp(mode, "ndgc-autoclose") && std::strcmp(mode, "eigen"))) {
+    std::fprintf(stderr, "usage: %s ndgc|ndgc-autoclose|eigen [steps > 0]\n", argv[0]);
+    return 2;
+  }
+  const Data d = make_data(std::int64_t(kWarmup + steps + 1) * EigenMlp::kBatch);
+  const double loss = !std::strcmp(mode, "eigen") ? run_eigen(d, steps)
+                                                  : run_ndgc(d, steps, !std::strcmp(mode, "ndgc-autoclose"));
+  std::printf("%s: %d steps, summed batch loss %.4f\n", mode, steps, loss);
+  return 0;
+}
