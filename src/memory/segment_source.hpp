@@ -9,8 +9,10 @@
 // Streams are opaque handles; 0 is the device's default stream. An event marks
 // the work queued on a stream so far: once event_done() says so, no kernel
 // queued before it can still touch a block, and the block may go to another
-// stream. Thread-safety: the caching allocator calls a source only under its
-// own mutex, so a source need not lock for the allocator's sake.
+// stream. Thread-safety: the caching allocator makes the segment and event
+// calls only under its own mutex, so a source need not lock for them;
+// current_stream() and the driver_*_bytes() queries (OutOfMemory messages)
+// come from any thread without it.
 #pragma once
 
 #include <cstddef>
