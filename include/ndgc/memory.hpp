@@ -4,11 +4,16 @@
 //   s.current_bytes;  s.peak_bytes;  s.allocated_bytes;  s.freed_bytes;
 //   memory::set_limit(Device::cpu(), 64 << 20);   // 0: no limit
 //   memory::reset_peak(Device::cpu());
+//   memory::Stats g = memory::stats(Device::gpu(0));  // + reserved_bytes, cached_bytes, segments, ...
+//   memory::empty_cache(Device::gpu(0));              // cached segments back to the driver
 //
 // Every native buffer goes through one allocator per device, which counts it.
-// Over a limit, the allocator first drains the auto-close reclaim queue and
-// retries; only then does it throw OutOfMemory (requested bytes, limit, bytes
-// in use, the largest managers and what to try). Limits also come from
+// Over a limit (or when the device itself is full), the allocator first
+// drains the auto-close reclaim queue (collecting under the trace detector),
+// gives cached memory back and retries; only then does it throw OutOfMemory
+// (requested bytes, limit or capacity, bytes in use and reserved, the largest
+// managers and what to try). Limits count bytes in use (current_bytes), not
+// memory a cache keeps. Limits also come from
 // NDGC_MAX_BYTES, NDGC_GPU_MAX_BYTES and NDGC_MAX_PHYSICAL_BYTES (process
 // resident size) with k/m/g/t suffixes. All functions are thread-safe.
 #pragma once
@@ -28,14 +33,30 @@ struct Stats {
   std::uint64_t allocations = 0;      // number of allocations
   std::uint64_t frees = 0;            // number of frees
   std::uint64_t limit_bytes = 0;      // 0: unlimited
-  std::uint64_t cached_bytes = 0;     // freed blocks kept for reuse (not in use; host only)
+  std::uint64_t cached_bytes = 0;     // kept for reuse, not in use: the host block cache, or on a GPU
+                                      // reserved_bytes minus the blocks handed out
+  // The caching device allocator's (0 on the host): see docs/gpu-memory.md.
+  std::uint64_t reserved_bytes = 0;       // in segments obtained from the driver
+  std::uint64_t peak_reserved_bytes = 0;  // high-water mark of reserved_bytes
+  std::uint64_t active_blocks = 0;        // blocks handed out or awaiting other streams
+  std::uint64_t segments = 0;             // driver allocations held
+  // Every device:
+  std::uint64_t alloc_retries = 0;  // allocations retried after freeing memory (the OOM ladder)
+  std::uint64_t oom_count = 0;      // OutOfMemory thrown (or a device allocation refused for good)
 };
 
+// Each function throws DeviceMismatch for a device no engine registered an
+// allocator for (a GPU without the CUDA engine), InvalidArgument for an
+// invalid device.
 Stats stats(Device device);
 void reset_peak(Device device);
 // Bytes allowed in use on `device` at once; 0 removes the limit.
 void set_limit(Device device, std::uint64_t bytes);
 std::uint64_t limit(Device device);
+// Gives memory a device's allocator keeps for reuse back to the system: on a
+// GPU, every fully free cached segment (after waiting for pending frees); on
+// the CPU, the calling thread's cache of freed host blocks.
+void empty_cache(Device device);
 // Resident-set limit for the whole process; 0 removes it. Checked on host
 // allocations (at most once per MiB allocated), so it is approximate.
 void set_physical_limit(std::uint64_t bytes);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
+#include "support/options.hpp"
 #include "support/sharded_counters.hpp"
 
 namespace ndgc::memory {
@@ -58,6 +59,22 @@ void DeviceAllocator::unreserve(std::size_t bytes) noexcept {
   current_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+// Note [OOM ladder]
+// An allocation over the limit, or one the backend refuses, is not an error
+// yet: much of what is in use may be garbage, and much of what is reserved
+// may be cached. The rungs, in order:
+//   1. the pressure handler: core drains the reclaim queue (auto-close's
+//      orphans are closed and their buffers freed); under the trace detector
+//      it collects first, so leaked handles join the queue;
+//   2. the backend's empty_cache(): a caching backend waits for pending
+//      stream-ordered frees and gives every fully free segment back, those
+//      that rung 1 just emptied included, so that memory cached in the wrong
+//      pool or for the wrong stream can serve this request;
+//   3. one retry; then OutOfMemory, counted in Stats::oom_count.
+// Limits count bytes in use (current_), so only rung 1 helps an over-limit
+// request; rung 2 still runs: it is cheap beside an OOM and keeps a process
+// at its limit from also sitting on cached segments. An injected failure
+// (fail_allocation_after) skips the ladder: it must fail.
 void* DeviceAllocator::allocate(std::size_t bytes) { return acquire(bytes, true); }
 
 void DeviceAllocator::charge(std::size_t bytes) { (void)acquire(bytes, false); }
@@ -82,12 +99,13 @@ void* DeviceAllocator::acquire(std::size_t bytes, bool raw) {
       }
       unreserve(bytes);
     }
-    // Over a limit (or the backend said no): free what can be freed, retry once.
-    PressureHandler relieve = g_pressure.load(std::memory_order_acquire);
-    if (attempt == 0 && relieve && !injected) {
-      relieve(device_);
+    if (attempt == 0 && !injected) {
+      retries_.fetch_add(1, std::memory_order_relaxed);
+      if (PressureHandler relieve = g_pressure.load(std::memory_order_acquire)) relieve(device_);
+      empty_cache();
       continue;
     }
+    ooms_.fetch_add(1, std::memory_order_relaxed);
     throw_oom(bytes, physical);
   }
 }
@@ -103,7 +121,7 @@ void DeviceAllocator::deallocate(void* ptr, std::size_t bytes) noexcept {
 void DeviceAllocator::throw_oom(std::size_t bytes, bool physical) {
   std::uint64_t lim = physical ? physical_limit() : limit();
   std::uint64_t in_use = physical ? resident_bytes() : current_.load(std::memory_order_relaxed);
-  std::string holders;
+  std::string holders, backend = describe_for_oom();
   if (OomReporter report = g_reporter.load(std::memory_order_acquire)) holders = report(device_);
   std::string what =
       physical ? fmt::format("the process's resident size limit of {} (resident now: {})",
@@ -113,13 +131,14 @@ void DeviceAllocator::throw_oom(std::size_t bytes, bool physical) {
                  : fmt::format("the {} allocator's capacity (in use: {})", device_.to_string(),
                                format_bytes(in_use));
   throw OutOfMemory(
-      fmt::format("OutOfMemory: allocating {} ({} bytes) on {} would exceed {}. {}"
-                  "The reclaim queue was drained and the allocation retried. Try: close managers you no "
-                  "longer need, allocate per-step arrays in a sub-manager, enable auto-close "
-                  "(gc::enable() or NDGC_AUTOCLOSE=1), or raise the limit (memory::set_limit, "
-                  "NDGC_MAX_BYTES).",
+      fmt::format("OutOfMemory: allocating {} ({} bytes) on {} would exceed {}. {}{}"
+                  "The reclaim queue was drained, cached memory given back (memory::empty_cache) and the "
+                  "allocation retried. Try: close managers you no longer need, allocate per-step arrays in a "
+                  "sub-manager, enable auto-close (gc::enable() or NDGC_AUTOCLOSE=1), use a smaller batch, "
+                  "or raise the limit (memory::set_limit, {}).",
                   format_bytes(bytes), bytes, device_.to_string(), what,
-                  holders.empty() ? std::string() : "Largest managers: " + holders + ". "),
+                  backend.empty() ? std::string() : backend + " ",
+                  holders.empty() ? std::string() : "Largest managers: " + holders + ". ", limit_variable()),
       bytes, lim, in_use);
 }
 
@@ -132,7 +151,10 @@ Stats DeviceAllocator::stats() const noexcept {
   s.allocations = g_totals.sum(counter(kAllocations));
   s.frees = g_totals.sum(counter(kFrees));
   s.limit_bytes = limit_.load(std::memory_order_relaxed);
+  s.alloc_retries = retries_.load(std::memory_order_relaxed);
+  s.oom_count = ooms_.load(std::memory_order_relaxed);
   if (device_.is_cpu()) s.cached_bytes = cached_bytes();
+  backend_stats(s);
   return s;
 }
 
@@ -160,6 +182,7 @@ DeviceAllocator& allocator(Device device) {
 void register_allocator(Device device, DeviceAllocator* a) {
   if (device.is_cpu() || device.index < 0 || device.index >= kMaxGpus)
     throw InvalidArgument(fmt::format("memory: cannot register an allocator for {}", device.to_string()));
+  if (a && a->limit() == 0) a->set_limit(support::options().gpu_max_bytes);
   g_gpu_allocators[std::size_t(device.index)].store(a, std::memory_order_release);
 }
 
@@ -172,5 +195,6 @@ Stats stats(Device device) { return allocator(device).stats(); }
 void reset_peak(Device device) { allocator(device).reset_peak(); }
 void set_limit(Device device, std::uint64_t bytes) { allocator(device).set_limit(bytes); }
 std::uint64_t limit(Device device) { return allocator(device).limit(); }
+void empty_cache(Device device) { allocator(device).empty_cache(); }
 
 }  // namespace ndgc::memory

@@ -3,10 +3,12 @@
 // A DeviceAllocator wraps a raw backend (host heap, CUDA caching allocator)
 // with accounting (current / peak / allocated / freed bytes and counts, all
 // relaxed atomics: a consistent snapshot is not promised, exact totals are)
-// and a limit. Over the limit, allocate() calls the pressure handler that a
-// lower layer installed (core drains the reclaim queue; the trace detector
-// also collects) and retries once, then throws OutOfMemory with the report
-// the lower layer provides (largest managers).
+// and a limit. Over the limit, or when the backend says no, allocate() runs
+// the OOM ladder (Note [OOM ladder] in allocator.cpp): the pressure handler
+// that a lower layer installed (core drains the reclaim queue; the trace
+// detector also collects), the backend's empty_cache(), one retry, then
+// OutOfMemory with the backend's state and the report the lower layer
+// provides (largest managers).
 //
 // Thread-safety: allocate/deallocate/stats from any thread.
 #pragma once
@@ -42,6 +44,9 @@ class DeviceAllocator {
   std::size_t counter(int which) const noexcept;
   void set_limit(std::uint64_t bytes) noexcept { limit_.store(bytes, std::memory_order_relaxed); }
   std::uint64_t limit() const noexcept { return limit_.load(std::memory_order_relaxed); }
+  // Gives memory the backend keeps for reuse back to the system (a rung of
+  // the OOM ladder, and memory::empty_cache). Default: nothing is kept.
+  virtual void empty_cache() noexcept {}
 
  protected:
   // nullptr when the backend itself is out of memory.
@@ -49,6 +54,12 @@ class DeviceAllocator {
   virtual void raw_deallocate(void* ptr, std::size_t bytes) noexcept = 0;
   // Extra limit checks of a backend (the host's resident-size limit).
   virtual bool over_extra_limit(std::size_t /*bytes*/) noexcept { return false; }
+  // The backend's own figures: stats() calls it last, to fill its fields.
+  virtual void backend_stats(Stats& /*s*/) const noexcept {}
+  // For OutOfMemory messages: the backend's state (capacity, reserved,
+  // driver-free), one sentence or empty; and the limit's variable's name.
+  virtual std::string describe_for_oom() const { return {}; }
+  virtual const char* limit_variable() const noexcept { return "NDGC_MAX_BYTES"; }
 
  private:
   void* acquire(std::size_t bytes, bool raw);
@@ -60,11 +71,14 @@ class DeviceAllocator {
   // current_ is exact (limits and the peak depend on it); the running
   // totals are sharded per thread (Note [Sharded counters]).
   std::atomic<std::uint64_t> current_{0}, peak_{0}, limit_{0};
+  std::atomic<std::uint64_t> retries_{0}, ooms_{0};
 };
 
 // The allocator of `device`. CPU is built in; others are registered by their
 // engine. Throws DeviceMismatch for a device nothing registered.
 DeviceAllocator& allocator(Device device);
+// Registers (nullptr: unregisters) the allocator of a GPU. A registered
+// allocator with no limit of its own gets NDGC_GPU_MAX_BYTES.
 void register_allocator(Device device, DeviceAllocator* allocator);
 // The host (CPU) allocator: 64-byte aligned blocks from the C heap.
 DeviceAllocator& host_allocator();

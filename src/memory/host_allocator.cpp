@@ -77,6 +77,9 @@ class HostAllocator final : public DeviceAllocator {
 #endif
   }
 
+  // memory::empty_cache(Device::cpu()) and the OOM ladder: this thread's cached blocks.
+  void empty_cache() noexcept override { flush_thread_cache(); }
+
   bool over_extra_limit(std::size_t bytes) noexcept override {
     std::uint64_t lim = g_physical_limit.load(std::memory_order_relaxed);
     if (lim == 0) return false;

@@ -21,7 +21,7 @@ constexpr OptionInfo kTable[] = {
      "auto-close at start-up: off|on|trace (also 0|1). trace needs a program linked with ndgc::trace"},
     {"NDGC_TRACK_CLOSE", "0", "record where each array was closed; use-after-close errors name it"},
     {"NDGC_MAX_BYTES", "0", "host memory limit, e.g. 512m or 2g (0: none)"},
-    {"NDGC_GPU_MAX_BYTES", "0", "per-GPU memory limit (0: none)"},
+    {"NDGC_GPU_MAX_BYTES", "0", "per-GPU memory limit on bytes in use, applied when a GPU allocator registers (0: none)"},
     {"NDGC_MAX_PHYSICAL_BYTES", "0", "process resident-size limit (0: none)"},
     {"NDGC_DATA_DIR", "", "where datasets are read from (default /usr/share/datasets)"},
     {"NDGC_DIST_TIMEOUT", "600", "seconds a collective (ndgc::distributed) waits for the other ranks"},

@@ -1,0 +1,349 @@
+// CachingAllocator: pools, best-fit, splitting, merging, stream-ordered reuse.
+//
+// A segment is a doubly linked list of blocks in address order (prev/next);
+// every block is in exactly one state: free (in its pool), allocated (in
+// allocated_) or pending (freed, waiting for events on other streams).
+// Pools are ordered sets keyed by (stream, size, address), so best fit on a
+// stream is one lower_bound. Everything runs under mu_.
+#include "memory/caching_allocator.hpp"
+
+#include <algorithm>
+#include <new>
+#include <tuple>
+
+namespace ndgc::memory {
+
+struct CachingAllocator::Block {
+  Block(char* p, std::size_t n, StreamId s, Pool* in) noexcept : ptr(p), size(n), stream(s), pool(in) {}
+  char* ptr;
+  std::size_t size;
+  StreamId stream;
+  Pool* pool;
+  Block* prev = nullptr;  // neighbours within the segment
+  Block* next = nullptr;
+  BlockInfo::State state = BlockInfo::kFree;
+  int event_count = 0;             // events still to complete before the block is free
+  std::vector<StreamId> stream_uses;  // other streams recorded on it (record_stream)
+};
+
+bool CachingAllocator::BlockLess::operator()(const Block* a, const Block* b) const noexcept {
+  return std::tie(a->stream, a->size, a->ptr) < std::tie(b->stream, b->size, b->ptr);
+}
+
+CachingAllocator::CachingAllocator(SegmentSource& source, CachingConfig config)
+    : source_(source), config_(config) {}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard lock(mu_);
+  synchronize_events();
+  // Every segment, whatever its blocks' state: gather the blocks, free each
+  // segment from its head.
+  std::vector<Block*> all(small_.begin(), small_.end());
+  all.insert(all.end(), large_.begin(), large_.end());
+  for (auto& [ptr, b] : allocated_) all.push_back(b);
+  for (Block* head : all) {
+    if (head->prev) continue;
+    std::size_t bytes = 0;
+    for (Block* b = head; b; b = b->next) bytes += b->size;
+    source_.free_segment(head->ptr, bytes);
+  }
+  for (Block* b : all) delete b;
+}
+
+std::size_t CachingAllocator::round_size(std::size_t bytes) noexcept {
+  if (bytes < kMinBlockSize) return kMinBlockSize;
+  return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+std::size_t CachingAllocator::segment_size(std::size_t rounded) noexcept {
+  if (rounded <= kSmallSize) return kSmallSegment;
+  if (rounded < kMinLargeAlloc) return kLargeSegment;
+  return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+// Note [Oversize blocks]
+// Best fit alone carves big cached blocks into small pieces: PyTorch saw a
+// 50 MB request fail with 13 GB free, all of it in split blocks. So blocks of
+// max_split_size or more are "oversize": a request under max_split_size never
+// takes one (it would split it), an oversize request takes one only if it
+// wastes less than max_oversize_waste, and an oversize block is never split
+// (should_split). With the default max_split_size (no limit) none of this
+// applies and a large request may take and split any larger cached block.
+CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, StreamId stream, std::size_t size) noexcept {
+  Block key(nullptr, size, stream, &pool);
+  auto it = pool.lower_bound(&key);
+  if (it == pool.end() || (*it)->stream != stream) return nullptr;  // blocks are reused on their own stream only
+  Block* b = *it;
+  if (size < config_.max_split_size && b->size >= config_.max_split_size) return nullptr;
+  if (size >= config_.max_split_size && b->size - size >= config_.max_oversize_waste) return nullptr;
+  pool.erase(it);
+  return b;
+}
+
+// Note [Split thresholds]
+// A small-pool block is split whenever the rest can hold a minimum block
+// (512 B): small segments are only 2 MiB, so every piece matters. A
+// large-pool block is split only if the rest exceeds 1 MiB (anything smaller
+// would serve a small request, which the large pool never sees, so it would
+// sit as waste in the middle of a segment) and the request is not oversize
+// (Note [Oversize blocks]).
+bool CachingAllocator::should_split(const Block& b, std::size_t size) const noexcept {
+  std::size_t rest = b.size - size;
+  if (b.pool == &small_) return rest >= kMinBlockSize;
+  return size < config_.max_split_size && rest > kSmallSize;
+}
+
+void CachingAllocator::split(Pool& pool, Block* b, std::size_t size) noexcept {
+  Block* rest = new (std::nothrow) Block(b->ptr + size, b->size - size, b->stream, &pool);
+  if (!rest) return;  // the host is out of memory: hand out the whole block instead
+  rest->prev = b;
+  rest->next = b->next;
+  if (b->next) b->next->prev = rest;
+  b->next = rest;
+  b->size = size;
+  pool.insert(rest);
+  ++stats_.splits;
+}
+
+CachingAllocator::Block* CachingAllocator::new_segment(Pool& pool, StreamId stream, std::size_t size) noexcept {
+  std::size_t bytes = segment_size(size);
+  void* p = source_.allocate_segment(bytes);
+  if (!p) return nullptr;
+  Block* b = new (std::nothrow) Block(static_cast<char*>(p), bytes, stream, &pool);
+  if (!b) {
+    source_.free_segment(p, bytes);
+    return nullptr;
+  }
+  ++stats_.segment_allocs;
+  ++stats_.segments;
+  stats_.reserved_bytes += bytes;
+  stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+  return b;
+}
+
+void* CachingAllocator::allocate(std::size_t bytes, StreamId stream) noexcept {
+  if (bytes == 0) return nullptr;
+  if (bytes > std::numeric_limits<std::size_t>::max() - kRoundLarge) {
+    std::lock_guard lock(mu_);
+    ++stats_.oom_count;
+    return nullptr;
+  }
+  const std::size_t size = round_size(bytes);
+  std::lock_guard lock(mu_);
+  if (pending_events_ != 0) process_events();
+  Pool& pool = is_small(size) ? small_ : large_;
+  Block* b = find_free(pool, stream, size);
+  if (b) {
+    ++stats_.cache_hits;
+  } else if (!(b = new_segment(pool, stream, size))) {
+    // The source refused: give the cache back and ask once more. Waiting for
+    // pending events may also free a block that fits, so look again first.
+    ++stats_.alloc_retries;
+    release_cached();
+    b = find_free(pool, stream, size);
+    if (!b) b = new_segment(pool, stream, size);
+    if (!b) {
+      ++stats_.oom_count;
+      return nullptr;
+    }
+  }
+  if (should_split(*b, size)) split(pool, b, size);
+  b->state = BlockInfo::kAllocated;
+  allocated_.emplace(b->ptr, b);
+  on_allocated(b->size);
+  return b->ptr;
+}
+
+void CachingAllocator::on_allocated(std::size_t size) noexcept {
+  stats_.allocated_bytes += size;
+  stats_.active_bytes += size;
+  ++stats_.active_blocks;
+  stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+}
+
+// Note [Stream-ordered reuse]
+// A block is handed out for one stream (its allocation stream); kernels on
+// that stream run in order, so once the block is freed on the host, the next
+// allocation on the same stream may reuse it at once: its kernels queue
+// after those that still read the old contents. Another stream has no such
+// order. So the engine calls record_stream() when an op on another stream
+// uses the block, and free() then records an event on each such stream and
+// keeps the block "pending" until all of them complete. Pending blocks are
+// neither handed out nor merged. The events are queried at the start of the
+// next allocate() (process_events), and empty_cache() / an allocation the
+// source refuses synchronize the device and complete them all. Free blocks
+// are reused on their allocation stream only: a block that served stream A
+// is never handed to stream B, even when idle, because B's kernels are not
+// ordered after A's.
+bool CachingAllocator::free(void* ptr) noexcept {
+  std::lock_guard lock(mu_);
+  auto it = allocated_.find(ptr);
+  if (it == allocated_.end()) return false;
+  Block* b = it->second;
+  allocated_.erase(it);
+  stats_.allocated_bytes -= b->size;
+  if (!b->stream_uses.empty()) {
+    b->state = BlockInfo::kPending;
+    for (StreamId s : b->stream_uses) {
+      if (void* event = source_.record_event(s)) {
+        pending_[s].push_back({event, b});
+        ++pending_events_;
+        ++b->event_count;
+      }
+    }
+    b->stream_uses.clear();
+    if (b->event_count > 0) {
+      ++stats_.pending_blocks;
+      return true;
+    }
+  }
+  free_block(b);
+  return true;
+}
+
+bool CachingAllocator::record_stream(void* ptr, StreamId stream) noexcept {
+  std::lock_guard lock(mu_);
+  auto it = allocated_.find(ptr);
+  if (it == allocated_.end()) return false;
+  Block* b = it->second;
+  if (stream != b->stream && std::find(b->stream_uses.begin(), b->stream_uses.end(), stream) == b->stream_uses.end())
+    b->stream_uses.push_back(stream);
+  return true;
+}
+
+// A block whose work is done: merge it with free neighbours and cache it.
+void CachingAllocator::free_block(Block* b) noexcept {
+  stats_.active_bytes -= b->size;
+  --stats_.active_blocks;
+  b->state = BlockInfo::kFree;
+  if (b->prev && b->prev->state == BlockInfo::kFree) {
+    Block* prev = b->prev;
+    prev->pool->erase(prev);
+    merge(prev, b);
+    b = prev;
+  }
+  if (b->next && b->next->state == BlockInfo::kFree) {
+    b->next->pool->erase(b->next);
+    merge(b, b->next);
+  }
+  b->pool->insert(b);
+}
+
+// Absorbs `from`, the free block right after `into`, and deletes it.
+void CachingAllocator::merge(Block* into, Block* from) noexcept {
+  into->size += from->size;
+  into->next = from->next;
+  if (from->next) from->next->prev = into;
+  delete from;
+  ++stats_.merges;
+}
+
+void CachingAllocator::process_events() noexcept {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    std::deque<PendingEvent>& queue = it->second;
+    while (!queue.empty() && source_.event_done(queue.front().event)) {
+      PendingEvent done = queue.front();
+      queue.pop_front();
+      --pending_events_;
+      source_.destroy_event(done.event);
+      if (--done.block->event_count == 0) {
+        --stats_.pending_blocks;
+        free_block(done.block);
+      }
+    }
+    it = queue.empty() ? pending_.erase(it) : std::next(it);
+  }
+}
+
+void CachingAllocator::synchronize_events() noexcept {
+  if (pending_events_ == 0) return;
+  source_.synchronize();
+  for (auto& [stream, queue] : pending_) {
+    for (PendingEvent& p : queue) {
+      source_.destroy_event(p.event);
+      if (--p.block->event_count == 0) {
+        --stats_.pending_blocks;
+        free_block(p.block);
+      }
+    }
+  }
+  pending_.clear();
+  pending_events_ = 0;
+}
+
+// Note [Giving memory back]
+// Only a segment that is one free block (no neighbours) can go back to the
+// source: the driver frees whole allocations, and merging has already made
+// every fully free segment a single block. Partly used segments stay, so
+// empty_cache() cannot defragment; it returns what is wholly unused.
+std::size_t CachingAllocator::release_free_segments(Pool& pool) noexcept {
+  std::size_t released = 0;
+  for (auto it = pool.begin(); it != pool.end();) {
+    Block* b = *it;
+    if (b->prev || b->next) {
+      ++it;
+      continue;
+    }
+    it = pool.erase(it);
+    source_.free_segment(b->ptr, b->size);
+    ++stats_.segment_frees;
+    --stats_.segments;
+    stats_.reserved_bytes -= b->size;
+    released += b->size;
+    delete b;
+  }
+  return released;
+}
+
+std::size_t CachingAllocator::release_cached() noexcept {
+  synchronize_events();
+  return release_free_segments(small_) + release_free_segments(large_);
+}
+
+std::size_t CachingAllocator::empty_cache() noexcept {
+  std::lock_guard lock(mu_);
+  return release_cached();
+}
+
+CachingStats CachingAllocator::stats() const noexcept {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peak() noexcept {
+  std::lock_guard lock(mu_);
+  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  stats_.peak_reserved_bytes = stats_.reserved_bytes;
+}
+
+std::size_t CachingAllocator::block_size(const void* ptr) const noexcept {
+  std::lock_guard lock(mu_);
+  auto it = allocated_.find(ptr);
+  return it == allocated_.end() ? 0 : it->second->size;
+}
+
+std::vector<CachingAllocator::SegmentInfo> CachingAllocator::snapshot() const {
+  std::lock_guard lock(mu_);
+  std::vector<const Block*> all(small_.begin(), small_.end());
+  all.insert(all.end(), large_.begin(), large_.end());
+  for (const auto& [ptr, b] : allocated_) all.push_back(b);
+  for (const auto& [stream, queue] : pending_)
+    for (const PendingEvent& p : queue) all.push_back(p.block);  // a block waiting on two events shows twice
+  std::vector<SegmentInfo> out;
+  for (const Block* head : all) {
+    if (head->prev || std::any_of(out.begin(), out.end(), [&](const SegmentInfo& s) { return s.ptr == head->ptr; }))
+      continue;
+    SegmentInfo s{head->ptr, 0, head->stream, head->pool == &small_, {}};
+    for (const Block* b = head; b; b = b->next) {
+      s.blocks.push_back({std::uintptr_t(b->ptr - head->ptr), b->size, b->state});
+      s.size += b->size;
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const SegmentInfo& a, const SegmentInfo& b) {
+    return std::less<void*>()(a.ptr, b.ptr);
+  });
+  return out;
+}
+
+}  // namespace ndgc::memory
