@@ -7,22 +7,42 @@
 // means are skipped.
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/reclaim_queue.hpp"
 #include "core/registry.hpp"
 #include "ndgc/scope.hpp"
 
 namespace ndgc {
 namespace {
+
 thread_local NDScope* t_innermost = nullptr;
+
+
+std::string describe_scope(const void* context) {
+  const Site& s = *static_cast<const Site*>(context);
+  return fmt::format("opened at {}:{}", s.file_name(), s.line());
 }
 
-NDScope::NDScope() : outer_(t_innermost) { t_innermost = this; }
+}  // namespace
+
+NDScope::NDScope(Site site) : outer_(t_innermost), site_(site) { t_innermost = this; }
 
 NDScope::~NDScope() {
   t_innermost = outer_;
   detail::enter();
   detail::Registry& reg = detail::Registry::instance();
-  for (const Entry& e : arrays_) reg.request_close(e.slot, e.generation, detail::CloseReason::scope, nullptr, nullptr);
+  // See Note [Close sites] in core/key.hpp.
+  const detail::CloseSite where{nullptr, &describe_scope, &site_};
+  for (const Entry& e : arrays_) reg.request_close(e.slot, e.generation, detail::CloseReason::scope, &where, nullptr);
+}
+
+void NDScope::attach(const NDArray& array) {
+  detail::enter();
+  const detail::Key& k = detail::open_key(array, "NDScope::attach");
+  for (const Entry& e : arrays_)
+    if (e.slot == k.slot && e.generation == k.generation) return;
+  arrays_.push_back({k.slot, k.generation});
 }
 
 void NDScope::on_created(std::uint32_t slot, std::uint32_t generation) noexcept {
