@@ -4,7 +4,9 @@
 // (slot, generation) pairs, never handles, so it keeps nothing alive and a
 // tracing collector has nothing to see there (DESIGN.md §8). Closing goes
 // through the registry's close protocol, so arrays closed earlier by other
-// means are skipped.
+// means are skipped. attach() adds an array made elsewhere, keep()/detach()
+// remove one. The scope's opening line is its close site (Note [Close sites]
+// in core/key.hpp).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -17,7 +19,6 @@ namespace ndgc {
 namespace {
 
 thread_local NDScope* t_innermost = nullptr;
-
 
 std::string describe_scope(const void* context) {
   const Site& s = *static_cast<const Site*>(context);
