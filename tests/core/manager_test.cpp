@@ -317,7 +317,7 @@ TEST_CASE("get(manager, index): the view joins the given manager") {
   step.close();
   CHECK(row.is_closed());
   CHECK_FALSE(table.is_closed());
-  CHECK(table.sum().item<float>() == 66);  // the buffer is still the table's
+  CHECK(table.to_vector<float>()[11] == 11);  // the buffer is still the table's
 
   CHECK_THROWS_WITH_AS(table.get(step, "0"), doctest::Contains("get: manager 'system/step'"), ManagerClosed);
   NDManager capped = NDManager::new_base_manager("capped-get");
