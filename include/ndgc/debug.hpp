@@ -17,7 +17,8 @@
 // value). Text formats are stable: one header line, then one line per
 // group or array, columns in the order documented at each to_text().
 // Creation sites are printed as std::source_location gives them: the path
-// the compiler saw, then the line.
+// the compiler saw, then the line. The library's and tools' own sites are
+// relative to ndgc's source tree ("src/autograd/gradient_state.cpp:61").
 //
 // "bytes" means the same everywhere: the buffer bytes an array is charged to
 // its manager for (a view shares its base's buffer and is charged 0), so a
@@ -52,7 +53,9 @@ namespace ndgc::debug {
 // ---- close-site tracking --------------------------------------------------------
 
 // When on, every close records where it was asked for, and a later use of the
-// closed array says so in its ArrayClosed message. NDGC_TRACK_CLOSE=1 switches
+// closed array says so in its ArrayClosed message: the line of close(), the
+// NDScope's opening line, the destroyed NDManager's path and creation line,
+// or the reclaim drain / sweep. NDGC_TRACK_CLOSE=1 switches
 // it on at start-up. Costs one small allocation per close of an array that
 // handles still reach.
 void set_track_close(bool on) noexcept;

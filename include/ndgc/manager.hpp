@@ -70,11 +70,22 @@ class ManagerRef {
   void cap();
   bool is_capped() const;
 
-  [[nodiscard]] NDManager new_sub_manager(std::string name = "");
+  // A child of this manager, on this manager's device or on `device` (DJL's
+  // newSubManager(device)). `site` names it in close-site messages.
+  [[nodiscard]] NDManager new_sub_manager(std::string name = "", Site site = Site::current());
+  [[nodiscard]] NDManager new_sub_manager(Device device, Site site = Site::current());
+  [[nodiscard]] NDManager new_sub_manager(std::string name, Device device, Site site = Site::current());
 
   // Moves `array` into this manager / lends it (NDArray::attach, temp_attach).
+  // temp_attach to the system manager throws InvalidArgument: it never
+  // closes, so the array would never go back.
   void attach(const NDArray& array);
   void temp_attach(const NDArray& array);
+  // The same for every array of `arrays` (DJL's attachAll / tempAttachAll).
+  // The manager is checked first (ManagerClosed, ManagerCapped, the system
+  // manager for temp_attach_all), so a refused call moves nothing.
+  void attach_all(const NDList& arrays);
+  void temp_attach_all(const NDList& arrays);
   // Attaches `array` to this manager's parent and returns it: how a result
   // outlives a sub-manager. Exempt from the parent's cap().
   NDArray ret(const NDArray& array);
@@ -159,8 +170,8 @@ class NDManager : public ManagerRef {
   // The root of the tree: never closed; detached arrays live here.
   static ManagerRef system();
   // A new child of the system manager.
-  [[nodiscard]] static NDManager new_base_manager(std::string name = "",
-                                                  Device device = Device::cpu());
+  [[nodiscard]] static NDManager new_base_manager(std::string name = "", Device device = Device::cpu(),
+                                                  Site site = Site::current());
 
   // Gives up ownership: the manager stays open until closed through a
   // ManagerRef or by its parent.

@@ -272,6 +272,10 @@ class NDArray {
   // A broadcast view (stride 0 on the expanded axes).
   NDArray broadcast_to(const Shape& shape, Site site = Site::current()) const;
   NDArray get(const NDIndex& index, Site site = Site::current()) const;
+  // The same view, joining `manager` instead of this array's (DJL's
+  // get(NDManager, NDIndex)): an index into a long-lived array need not land
+  // in its manager. ManagerClosed / ManagerCapped name `manager`.
+  NDArray get(const ManagerRef& manager, const NDIndex& index, Site site = Site::current()) const;
 
   NDArray concat(const NDArray& other, int axis = 0, Site site = Site::current()) const;
   NDArray softmax(int axis = -1, Site site = Site::current()) const;

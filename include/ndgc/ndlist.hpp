@@ -3,6 +3,8 @@
 //   NDList batch{images, labels};
 //   batch.attach(step_manager);    // every array moves to step_manager
 //   NDArray x = batch[0];  batch.size() == 2;
+//   batch.manager();               // step_manager: the first array's
+//   batch.close();                 // closes both arrays now
 //
 // An NDList holds handles, so the arrays in it are reachable: auto-close
 // never closes them while the list lives.
@@ -40,9 +42,16 @@ class NDList {
   auto end() const noexcept { return arrays_.end(); }
   const std::vector<NDArray>& arrays() const noexcept { return arrays_; }
 
+  // ManagerRef::attach_all / temp_attach_all (the manager is checked first).
   void attach(const ManagerRef& manager) const;
   void detach() const;
   void temp_attach(const ManagerRef& manager) const;
+  // Closes every array in the list (DJL's NDList.close()); empty handles and
+  // arrays closed already are skipped. The handles stay in the list.
+  void close(Site site = Site::current()) const;
+  // The manager of the first array (DJL's NDList.getManager()):
+  // InvalidArgument when the list is empty.
+  ManagerRef manager() const;
   // Sum of the arrays' nbytes().
   std::size_t nbytes() const;
 

@@ -47,14 +47,35 @@ namespace ndgc::detail {
 
 enum class CloseReason : std::uint8_t { explicit_close, manager, scope, autoclose, sweep, leaked_handle, workspace };
 
+// Note [Close sites]
+// With close tracking on, every path that closes an array says where, and a
+// use after close prints it: close() and ManagerRef::close() pass the
+// caller's line ("at file:line"); the other paths describe themselves (an
+// NDScope: "opened at file:line"; an NDManager's destructor: "when NDManager
+// 'app' (created at file:line) was destroyed"); the reclaim drain and
+// gc::sweep() are named by their CloseReason alone. The text is composed only
+// when an epitaph is (tracking on and a handle outlives the array), so a path
+// pays nothing for it otherwise. A new close path plugs in its own describe
+// function, e.g. a workspace: {nullptr, &describe_recycle, &cycle_info} →
+// "when workspace 'W' recycled cycle 7".
+struct CloseSite {
+  const Site* site = nullptr;                                  // printed "at file:line"
+  std::string (*describe)(const void* context) = nullptr;      // used when `site` is null
+  const void* context = nullptr;
+
+  static CloseSite at(const Site& s) noexcept { return {&s, nullptr, nullptr}; }
+  // The words after the reason in "array … was closed <reason> <text>".
+  std::string text() const;
+};
+
 // How a closed array was named and closed, for the handles that outlive it
 // (its shape and dtype stay in the key).
 struct Epitaph {
   std::string name;
   std::string manager;  // path of the manager it belonged to
   CloseReason reason = CloseReason::explicit_close;
-  Site site;            // where close was called, when close tracking is on
-  bool has_site = false;
+  std::string where;    // CloseSite::text() when close tracking was on; see Note [Close sites]
+  bool tracked = false; // close tracking was on when it closed
   std::string detail;   // CloseReason::workspace: which workspace, which cycle
 };
 

@@ -30,6 +30,33 @@ ManagerImpl& need_open(ManagerImpl* m, const char* op) {
   return impl;
 }
 
+// A manager that can take a loan: open, and not the system manager, which
+// never closes and so would never give the array back (DJL refuses it too).
+ManagerImpl& need_lender(ManagerImpl* m, const char* op) {
+  ManagerImpl& impl = need_open(m, op);
+  if (impl.is_system())
+    throw InvalidArgument(fmt::format(
+        "{}: the system manager cannot be temp-attached to: it never closes, so the array would never go back "
+        "to its manager; temp_attach to a sub-manager, or detach() the array to move it to the system manager",
+        op));
+  return impl;
+}
+
+// Open and not capped: what a whole-list attach checks before moving anything.
+ManagerImpl* need_joinable(ManagerImpl* m, const char* op) {
+  ManagerImpl& impl = need_open(m, op);
+  // Mirrors ManagerImpl::check_join, which still guards each array.
+  if (impl.is_capped())
+    throw ManagerCapped(fmt::format("{}: manager '{}' ({}) is capped: no array may join it", op, impl.path(),
+                                    impl.uid().to_string()));
+  return &impl;
+}
+
+void check_device(Device device, const char* op) {
+  if (device.index < 0 || device.index >= kMaxGpus || (device.is_cpu() && device.index != 0))
+    throw InvalidArgument(fmt::format("{}: {} is not a valid device", op, device.to_string()));
+}
+
 }  // namespace
 
 ManagerRef::ManagerRef(const ManagerRef& other) noexcept : impl_(other.impl_) {
@@ -55,16 +82,26 @@ bool ManagerRef::is_system() const noexcept { return impl_ && impl_->is_system()
 
 void ManagerRef::close(Site site) {
   detail::enter();
-  need(impl_, "close").close(&site);
+  const detail::CloseSite where = detail::CloseSite::at(site);
+  need(impl_, "close").close(&where);
 }
 
 void ManagerRef::cap() { need_open(impl_, "cap").cap(); }
 bool ManagerRef::is_capped() const { return need(impl_, "is_capped").is_capped(); }
 
-NDManager ManagerRef::new_sub_manager(std::string name) {
+NDManager ManagerRef::new_sub_manager(std::string name, Site site) {
   detail::enter();
   ManagerImpl& m = need(impl_, "new_sub_manager");
-  return NDManager(m.new_child(std::move(name), m.device()));
+  return NDManager(m.new_child(std::move(name), m.device(), site));
+}
+
+NDManager ManagerRef::new_sub_manager(Device device, Site site) { return new_sub_manager("", device, site); }
+
+NDManager ManagerRef::new_sub_manager(std::string name, Device device, Site site) {
+  detail::enter();
+  ManagerImpl& m = need(impl_, "new_sub_manager");
+  check_device(device, "new_sub_manager");
+  return NDManager(m.new_child(std::move(name), device, site));
 }
 
 void ManagerRef::attach(const NDArray& array) {
@@ -76,9 +113,21 @@ void ManagerRef::attach(const NDArray& array) {
 
 void ManagerRef::temp_attach(const NDArray& array) {
   detail::enter();
-  ManagerImpl& m = need_open(impl_, "temp_attach");
+  ManagerImpl& m = need_lender(impl_, "temp_attach");
   detail::Pinned a(array, "temp_attach");
   m.move_in(*a, detail::Join::borrow, "temp_attach");
+}
+
+void ManagerRef::attach_all(const NDList& arrays) {
+  detail::enter();
+  need_joinable(impl_, "attach_all");
+  for (const NDArray& a : arrays) attach(a);
+}
+
+void ManagerRef::temp_attach_all(const NDList& arrays) {
+  detail::enter();
+  need_joinable(&need_lender(impl_, "temp_attach_all"), "temp_attach_all");
+  for (const NDArray& a : arrays) temp_attach(a);
 }
 
 NDArray ManagerRef::ret(const NDArray& array) {
@@ -133,7 +182,7 @@ NDManager::~NDManager() {
   if (impl_ && !impl_->is_system()) {
     try {
       detail::enter();
-      impl_->close(nullptr);
+      impl_->close_destroyed();  // its arrays' close site names this manager
     } catch (...) {
       // close() only throws for the system manager, excluded above.
     }
@@ -142,11 +191,10 @@ NDManager::~NDManager() {
 
 ManagerRef NDManager::system() { return ManagerRef(&ManagerImpl::system()); }
 
-NDManager NDManager::new_base_manager(std::string name, Device device) {
+NDManager NDManager::new_base_manager(std::string name, Device device, Site site) {
   detail::enter();
-  if (device.index < 0 || device.index >= kMaxGpus || (device.is_cpu() && device.index != 0))
-    throw InvalidArgument(fmt::format("new_base_manager: {} is not a valid device", device.to_string()));
-  return NDManager(ManagerImpl::system().new_child(std::move(name), device));
+  check_device(device, "new_base_manager");
+  return NDManager(ManagerImpl::system().new_child(std::move(name), device, site));
 }
 
 ManagerRef NDManager::release() noexcept {

@@ -63,8 +63,8 @@ std::string report_holders(Device device) {
 
 }  // namespace
 
-ManagerImpl::ManagerImpl(std::string name, Device device, ManagerImpl* parent)
-    : uid_(Uuid::random()), device_(device), parent_(parent), name_(std::move(name)) {
+ManagerImpl::ManagerImpl(std::string name, Device device, ManagerImpl* parent, Site site)
+    : uid_(Uuid::random()), device_(device), parent_(parent), created_(site), name_(std::move(name)) {
   if (parent_) parent_->retain();
 }
 
@@ -73,10 +73,10 @@ ManagerImpl::ManagerImpl(std::string name, Device device, ManagerImpl* parent)
 // release() gives them back. The system manager is never freed.
 using ManagerFreeList = support::FreeList<sizeof(ManagerImpl), ManagerImpl>;
 
-ManagerImpl* ManagerImpl::create(std::string name, Device device, ManagerImpl* parent) {
+ManagerImpl* ManagerImpl::create(std::string name, Device device, ManagerImpl* parent, Site site) {
   void* p = ManagerFreeList::allocate();
   try {
-    return new (p) ManagerImpl(std::move(name), device, parent);
+    return new (p) ManagerImpl(std::move(name), device, parent, site);
   } catch (...) {
     ManagerFreeList::free(p);
     throw;
@@ -88,7 +88,7 @@ ManagerImpl& ManagerImpl::system() noexcept {
   static ManagerImpl* root = [] {
     memory::set_pressure_handler(relieve_pressure);
     memory::set_oom_reporter(report_holders);
-    return new ManagerImpl("system", Device::cpu(), nullptr);
+    return new ManagerImpl("system", Device::cpu(), nullptr, Site());
   }();
   return *root;
 }
@@ -135,11 +135,11 @@ void ManagerImpl::check_join(Join how, const char* op) const {
         op, path(), uid_.to_string()));
 }
 
-ManagerImpl* ManagerImpl::new_child(std::string name, Device device) {
+ManagerImpl* ManagerImpl::new_child(std::string name, Device device, Site site) {
   std::lock_guard lock(mu_);
   if (closed_.load(std::memory_order_relaxed))
     throw ManagerClosed(fmt::format("new_sub_manager: manager '{}' ({}) is closed", path(), uid_.to_string()));
-  ManagerImpl* child = create(std::move(name), device, this);
+  ManagerImpl* child = create(std::move(name), device, this, site);
   child->retain();  // the list's reference; the caller owns the other
   children_.push_back(child);
   return child;
@@ -242,7 +242,7 @@ void ManagerImpl::unlink(ArrayImpl* array, bool locked) noexcept {
   list_remove(array);
 }
 
-void ManagerImpl::return_borrowed(const Site* site) {
+void ManagerImpl::return_borrowed(const CloseSite* site) {
   struct Ref {
     std::uint32_t slot, generation;
   };
@@ -278,7 +278,23 @@ void ManagerImpl::return_borrowed(const Site* site) {
   }
 }
 
-void ManagerImpl::close(const Site* site) {
+namespace {
+
+std::string describe_destroyed(const void* context) {
+  const auto& m = *static_cast<const ManagerImpl*>(context);
+  const Site& s = m.creation_site();
+  std::string created = s.line() ? fmt::format(" (created at {}:{})", s.file_name(), s.line()) : std::string();
+  return fmt::format("when NDManager '{}'{} was destroyed", m.path(), created);
+}
+
+}  // namespace
+
+void ManagerImpl::close_destroyed() {
+  const CloseSite site{nullptr, &describe_destroyed, this};
+  close(&site);
+}
+
+void ManagerImpl::close(const CloseSite* site) {
   if (is_system())
     throw InvalidArgument("close: the system manager is the root of every manager and cannot be closed");
   std::vector<ManagerImpl*> kids;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/array_impl.hpp"
+#include "core/key.hpp"
 #include "ndgc/device.hpp"
 #include "ndgc/uuid.hpp"
 
@@ -63,8 +64,9 @@ enum class Join : std::uint8_t {
 
 class ManagerImpl {
  public:
-  // A new open manager (reference count 1, owned by the caller).
-  static ManagerImpl* create(std::string name, Device device, ManagerImpl* parent);
+  // A new open manager (reference count 1, owned by the caller); `site`:
+  // where the user asked for it (close tracking names it).
+  static ManagerImpl* create(std::string name, Device device, ManagerImpl* parent, Site site = Site());
   static ManagerImpl& system() noexcept;
 
   void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
@@ -72,6 +74,7 @@ class ManagerImpl {
 
   const Uuid& uid() const noexcept { return uid_; }
   Device device() const noexcept { return device_; }
+  const Site& creation_site() const noexcept { return created_; }
   ManagerImpl* parent() const noexcept { return parent_; }
   bool is_system() const noexcept { return parent_ == nullptr; }
   bool is_open() const noexcept { return !closed_.load(std::memory_order_acquire); }
@@ -83,9 +86,14 @@ class ManagerImpl {
 
   // Throws ManagerClosed naming `op` when closed.
   void check_open(const char* op) const;
-  void close(const Site* site);
+  // `site`: where the close came from, for every array it closes (Note
+  // [Close sites] in key.hpp); null for none.
+  void close(const CloseSite* site);
+  // The close an NDManager's destructor makes: its arrays say "when NDManager
+  // '<path>' (created at file:line) was destroyed".
+  void close_destroyed();
   void cap() noexcept { capped_.store(true, std::memory_order_relaxed); }
-  ManagerImpl* new_child(std::string name, Device device);
+  ManagerImpl* new_child(std::string name, Device device, Site site = Site());
 
   // Registers a freshly built array and adds it here, atomically with respect
   // to close(); returns its key. Throws ManagerClosed / ManagerCapped.
@@ -106,17 +114,18 @@ class ManagerImpl {
   void for_each_array(F&& f) const;
 
  private:
-  ManagerImpl(std::string name, Device device, ManagerImpl* parent);
+  ManagerImpl(std::string name, Device device, ManagerImpl* parent, Site site);
   void list_add(ArrayImpl* a, bool borrowed) noexcept;   // mu held
   void list_remove(ArrayImpl* a) noexcept;               // mu held
   void check_join(Join how, const char* op) const;       // mu held
-  void return_borrowed(const Site* site);
+  void return_borrowed(const CloseSite* site);
   void forget_child(ManagerImpl* child);
 
   std::atomic<std::int32_t> refs_{1};
   const Uuid uid_;
   const Device device_;
   ManagerImpl* const parent_;  // counted
+  const Site created_;
   mutable std::mutex mu_;
   mutable support::SpinLock name_lock_;  // the name alone, so path() works under any mu_
   std::string name_;

@@ -103,7 +103,8 @@ void NDArray::close(Site site) {
   enter();
   if (!key_) return;
   const detail::Key* k = detail::key_of(*this);
-  detail::Registry::instance().request_close(k->slot, k->generation, detail::CloseReason::explicit_close, &site,
+  const detail::CloseSite where = detail::CloseSite::at(site);
+  detail::Registry::instance().request_close(k->slot, k->generation, detail::CloseReason::explicit_close, &where,
                                              nullptr);
 }
 

@@ -17,16 +17,22 @@ const NDArray& NDList::head() const {
   return arrays_.front();
 }
 
-void NDList::attach(const ManagerRef& manager) const {
-  for (const NDArray& a : arrays_) ManagerRef(manager).attach(a);
-}
+void NDList::attach(const ManagerRef& manager) const { ManagerRef(manager).attach_all(*this); }
 
 void NDList::detach() const {
   for (NDArray a : arrays_) a.detach();
 }
 
-void NDList::temp_attach(const ManagerRef& manager) const {
-  for (const NDArray& a : arrays_) ManagerRef(manager).temp_attach(a);
+void NDList::temp_attach(const ManagerRef& manager) const { ManagerRef(manager).temp_attach_all(*this); }
+
+void NDList::close(Site site) const {
+  for (NDArray a : arrays_) a.close(site);
+}
+
+ManagerRef NDList::manager() const {
+  if (arrays_.empty())
+    throw InvalidArgument("NDList::manager: the list is empty, so it has no manager; add an array first");
+  return arrays_.front().manager();
 }
 
 std::size_t NDList::nbytes() const {

@@ -83,15 +83,26 @@ Key* Registry::insert(ArrayImpl* impl) {
 
 namespace {
 
-Epitaph* make_epitaph(const ArrayImpl& a, CloseReason reason, const Site* site) {
+// Where a close with no site of its own happened: the reclaim paths, which
+// no line of the user's code asked for. See Note [Close sites] in key.hpp.
+std::string default_where(CloseReason reason) {
+  switch (reason) {
+    case CloseReason::autoclose:
+    case CloseReason::leaked_handle: return "in a drain of the reclaim queue";
+    case CloseReason::sweep: return "during the sweep";
+    default: return "";
+  }
+}
+
+Epitaph* make_epitaph(const ArrayImpl& a, CloseReason reason, const CloseSite* site) {
   auto* ep = new Epitaph();
   ep->name = a.get_name();
   ManagerHold owner(a.acquire_owner());
   ep->manager = owner.get() ? owner->path() : std::string();
   ep->reason = reason;
-  if (site && track_close()) {
-    ep->site = *site;
-    ep->has_site = true;
+  if (track_close()) {
+    ep->tracked = true;
+    ep->where = site ? site->text() : default_where(reason);
   }
   if (reason == CloseReason::workspace) ep->detail = workspace_close_detail();
   return ep;
@@ -99,8 +110,18 @@ Epitaph* make_epitaph(const ArrayImpl& a, CloseReason reason, const Site* site) 
 
 }  // namespace
 
+std::string CloseSite::text() const {
+  if (site) return fmt::format("at {}:{}", site->file_name(), site->line());
+  if (describe) return describe(context);
+  return "";
+}
+
+namespace {
+
+}  // namespace
+
 CloseResult Registry::request_close(std::uint32_t slot, std::uint32_t generation, CloseReason reason,
-                                    const Site* site, ManagerImpl* locked) noexcept {
+                                    const CloseSite* site, ManagerImpl* locked) noexcept {
   CloseResult result;
   if (!try_pin(slot, generation)) return result;
   Entry& e = entry(slot);
@@ -165,7 +186,7 @@ const char* reason_text(CloseReason r) {
   switch (r) {
     case CloseReason::explicit_close: return "by close()";
     case CloseReason::manager: return "because its manager closed";
-    case CloseReason::scope: return "because the NDScope it was created in ended";
+    case CloseReason::scope: return "at the end of the NDScope";
     case CloseReason::autoclose: return "by auto-close (no handle reached it)";
     case CloseReason::sweep: return "by gc::sweep() (no handle reached it)";
     case CloseReason::workspace: return "because its workspace recycled its memory";
@@ -195,8 +216,11 @@ void throw_closed(const Key* key, const char* op) {
         "enclosing open workspace)",
         op, who, ep->detail.empty() ? reason_text(ep->reason) : ep->detail));
   }
-  std::string where = ep->has_site ? fmt::format(" at {}:{}", ep->site.file_name(), ep->site.line())
-                                   : std::string(" (set NDGC_TRACK_CLOSE=1 to learn where)");
+  // Suggest the switch only when it would have told more (Note [Close sites]).
+  std::string where = !ep->where.empty() ? " " + ep->where
+                      : ep->tracked      ? std::string()
+                      : track_close()    ? std::string(" (close tracking was off when it closed)")
+                                         : std::string(" (set NDGC_TRACK_CLOSE=1 to learn where)");
   throw ArrayClosed(fmt::format(
       "{}: array {} was closed {}{}. To use an array after its manager closes, ret() it to the parent "
       "manager or attach() it to a longer-lived one before the close",

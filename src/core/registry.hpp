@@ -99,10 +99,11 @@ class Registry {
   }
 
   // Closes the array of (slot, generation) if it is open; see Note [Close
-  // protocol]. `site`: where the close was asked for (close tracking).
+  // protocol]. `site`: where the close was asked for (close tracking; null:
+  // the reason alone says it, see Note [Close sites] in key.hpp).
   // `locked`: a manager whose mutex the caller holds (manager close).
   CloseResult request_close(std::uint32_t slot, std::uint32_t generation, CloseReason reason,
-                            const Site* site, ManagerImpl* locked) noexcept;
+                            const CloseSite* site, ManagerImpl* locked) noexcept;
 
   // Closes an array no handle reaches (the drain's common case): one CAS
   // from "open, unpinned" to "closing", then finalize. Falls back to

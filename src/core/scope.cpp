@@ -4,8 +4,12 @@
 // (slot, generation) pairs, never handles, so it keeps nothing alive and a
 // tracing collector has nothing to see there (DESIGN.md §8). Closing goes
 // through the registry's close protocol, so arrays closed earlier by other
-// means are skipped.
+// means are skipped. attach() adds an array made elsewhere, keep()/detach()
+// remove one. The scope's opening line is its close site (Note [Close sites]
+// in core/key.hpp).
 #include <algorithm>
+
+#include <fmt/format.h>
 
 #include "core/reclaim_queue.hpp"
 #include "core/registry.hpp"
@@ -13,16 +17,33 @@
 
 namespace ndgc {
 namespace {
+
 thread_local NDScope* t_innermost = nullptr;
+
+std::string describe_scope(const void* context) {
+  const Site& s = *static_cast<const Site*>(context);
+  return fmt::format("opened at {}:{}", s.file_name(), s.line());
 }
 
-NDScope::NDScope() : outer_(t_innermost) { t_innermost = this; }
+}  // namespace
+
+NDScope::NDScope(Site site) : outer_(t_innermost), site_(site) { t_innermost = this; }
 
 NDScope::~NDScope() {
   t_innermost = outer_;
   detail::enter();
   detail::Registry& reg = detail::Registry::instance();
-  for (const Entry& e : arrays_) reg.request_close(e.slot, e.generation, detail::CloseReason::scope, nullptr, nullptr);
+  // See Note [Close sites] in core/key.hpp.
+  const detail::CloseSite where{nullptr, &describe_scope, &site_};
+  for (const Entry& e : arrays_) reg.request_close(e.slot, e.generation, detail::CloseReason::scope, &where, nullptr);
+}
+
+void NDScope::attach(const NDArray& array) {
+  detail::enter();
+  const detail::Key& k = detail::open_key(array, "NDScope::attach");
+  for (const Entry& e : arrays_)
+    if (e.slot == k.slot && e.generation == k.generation) return;
+  arrays_.push_back({k.slot, k.generation});
 }
 
 void NDScope::on_created(std::uint32_t slot, std::uint32_t generation) noexcept {

@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "core/publish.hpp"
 #include "ndgc/error.hpp"
+#include "ndgc/manager.hpp"
 #include "ndgc/ndarray.hpp"
 #include "ops/op_support.hpp"
 #include "ops/record.hpp"
@@ -179,9 +181,11 @@ NDArray NDArray::broadcast_to(const Shape& shape, Site site) const {
   return result;
 }
 
-NDArray NDArray::get(const NDIndex& index, Site site) const {
-  detail::enter();
-  Pinned a(*this, "get");
+namespace {
+
+// NDArray::get: the view joins `into`, or the array's own manager when null.
+NDArray index_view(const NDArray& self, detail::ManagerImpl* into, const NDIndex& index, Site site) {
+  Pinned a(self, "get");
   using Kind = NDIndex::Item::Kind;
   const auto& items = index.items();
   int consumed = 0, ellipses = 0;
@@ -232,9 +236,27 @@ NDArray NDArray::get(const NDIndex& index, Site site) const {
     ++axis;
   }
   while (axis < rank) keep_axis(axis++);
-  NDArray result = publish_view(*a, shape, strides, offset, site, "get");
-  record({.kind = OpKind::get, .index = index}, {*this}, result);
+  NDArray result =
+      into ? detail::publish(std::make_unique<ArrayImpl>(shape, strides, offset, a->dtype, a->storage, site), *into,
+                             detail::Join::create, "get")
+           : publish_view(*a, shape, strides, offset, site, "get");
+  record({.kind = OpKind::get, .index = index}, {self}, result);
   return result;
+}
+
+}  // namespace
+
+NDArray NDArray::get(const NDIndex& index, Site site) const {
+  detail::enter();
+  return index_view(*this, nullptr, index, site);
+}
+
+NDArray NDArray::get(const ManagerRef& manager, const NDIndex& index, Site site) const {
+  detail::enter();
+  if (!manager.defined())
+    throw InvalidArgument("get: the ManagerRef is empty (default-constructed or moved-from)");
+  manager.impl()->check_open("get");  // before the array, as a factory checks its manager
+  return index_view(*this, manager.impl(), index, site);
 }
 
 }  // namespace ndgc

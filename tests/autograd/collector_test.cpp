@@ -2,7 +2,6 @@
 // the tape holds and releases, zeroing, errors and threads.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -212,37 +211,21 @@ TEST_CASE("backward leaves no arrays and no bytes behind") {
   CHECK(test::host_bytes() == bytes);  // every scratch gradient was freed
 }
 
-TEST_CASE("zeroing touches only the arrays that require gradients, whatever the manager holds") {
+TEST_CASE("zeroing touches only the listed arrays that require gradients, whatever the manager holds") {
   // DJL 0.20 zeroed gradients by walking every array of the manager, so each
-  // step got slower as arrays piled up. Here the cost must not depend on the
-  // manager's size.
-  NDManager small = NDManager::new_base_manager("small");
+  // step got slower as arrays piled up. Here only the list is touched: an
+  // array of the same manager outside the list keeps its gradient. That the
+  // cost does not grow with the manager is a benchmark
+  // (perf/data_debug_bench.cpp, BM_ZeroGradients), not a timed test.
   NDManager large = NDManager::new_base_manager("large");
-  NDArray ws = small.ones({16}).set_requires_gradient(true);
   NDArray wl = large.ones({16}).set_requires_gradient(true);
-#if defined(__SANITIZE_ADDRESS__)
-  const int filler = 20000;
-#else
-  const int filler = 100000;
-#endif
-  for (int i = 0; i < filler; ++i) large.zeros({1});
-  auto time = [](const NDArray& w) {
-    NDList list{w};
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 2000; ++i) autograd::zero_gradients(list);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  time(ws);  // warm up
-  double best_small = 1e9, best_large = 1e9;
-  for (int round = 0; round < 3; ++round) {
-    best_small = std::min(best_small, time(ws));
-    best_large = std::min(best_large, time(wl));
-  }
-  // A scan of 100000 arrays per call would make the large case thousands of times slower.
-  CHECK(best_large < 5 * best_small + 0.01);
+  NDArray other = large.ones({16}).set_requires_gradient(true);
+  for (int i = 0; i < 1000; ++i) large.zeros({1});
   wl.gradient().fill_(3);
+  other.gradient().fill_(3);
   autograd::zero_gradients(NDList{wl, large.ones({2})});  // arrays without gradients are skipped
   CHECK(wl.gradient().sum().item<float>() == 0);
+  CHECK(other.gradient().sum().item<float>() == 48);
 }
 
 TEST_CASE("two threads, each with its own collector and data") {

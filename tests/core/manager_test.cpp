@@ -225,3 +225,104 @@ TEST_CASE("a moved-from or default NDManager is inert; move assignment closes th
   CHECK(kept.is_open());
   kept.close();
 }
+
+// ---- issue 11 ---------------------------------------------------------------
+
+TEST_CASE("temp_attach to the system manager throws InvalidArgument and moves nothing") {
+  NDManager m = NDManager::new_base_manager("lender");
+  NDArray a = m.ones({2});
+  CHECK_THROWS_WITH_AS(a.temp_attach(NDManager::system()),
+                       doctest::Contains("system manager cannot be temp-attached to: it never closes"),
+                       InvalidArgument);
+  CHECK_THROWS_AS(NDManager::system().temp_attach(a), InvalidArgument);
+  CHECK_THROWS_WITH_AS(NDManager::system().temp_attach_all(NDList{a}),
+                       doctest::Contains("temp_attach_all: the system manager cannot be temp-attached"),
+                       InvalidArgument);
+  CHECK(a.manager().same(m));
+  CHECK(m.array_count() == 1);
+  m.close();
+  CHECK(a.is_closed());  // still m's: closed with it, not lent away
+}
+
+TEST_CASE("new_sub_manager on another device, with or without a name") {
+  NDManager base = NDManager::new_base_manager("devices");
+  NDManager g = base.new_sub_manager(Device::gpu(1));
+  CHECK(g.device() == Device::gpu(1));
+  CHECK(g.parent().same(base));
+  NDManager named = base.new_sub_manager("host-side", Device::cpu());
+  CHECK(named.name() == "host-side");
+  CHECK(named.device() == Device::cpu());
+  CHECK(named.ones({2}).manager().same(named));
+  NDManager plain = g.new_sub_manager("inherits");
+  CHECK(plain.device() == Device::gpu(1));  // a sub-manager defaults to its parent's device
+  ManagerRef ref = base;                    // a ManagerRef can do it too
+  CHECK(ref.new_sub_manager(Device::gpu(0)).device() == Device::gpu(0));
+
+  CHECK_THROWS_WITH_AS((void)base.new_sub_manager(Device::gpu(kMaxGpus)),
+                       doctest::Contains("new_sub_manager: gpu(16) is not a valid device"), InvalidArgument);
+  CHECK_THROWS_AS((void)base.new_sub_manager("bad", Device{DeviceType::cpu, 3}), InvalidArgument);
+  base.close();
+  CHECK_THROWS_WITH_AS((void)ref.new_sub_manager(Device::cpu()), doctest::Contains("is closed"), ManagerClosed);
+  CHECK_THROWS_AS((void)ref.new_sub_manager("late", Device::cpu()), ManagerClosed);
+}
+
+TEST_CASE("attach_all and temp_attach_all move every array; a refused call moves none") {
+  NDManager from = NDManager::new_base_manager("from");
+  NDManager to = NDManager::new_base_manager("to");
+  NDList list{from.ones({2}), from.zeros({3})};
+  to.attach_all(list);
+  for (const NDArray& a : list) CHECK(a.manager().same(to));
+
+  NDManager borrower = to.new_sub_manager("borrower");
+  borrower.temp_attach_all(list);
+  for (const NDArray& a : list) CHECK(a.manager().same(borrower));
+  borrower.close();
+  for (const NDArray& a : list) {
+    CHECK_FALSE(a.is_closed());
+    CHECK(a.manager().same(to));  // lent, so given back
+  }
+
+  to.attach_all(NDList{});       // an empty list: nothing to do
+  to.temp_attach_all(NDList{});
+
+  NDManager capped = NDManager::new_base_manager("capped");
+  capped.cap();
+  CHECK_THROWS_WITH_AS(capped.attach_all(list), doctest::Contains("attach_all: manager 'system/capped'"),
+                       ManagerCapped);
+  CHECK_THROWS_AS(capped.temp_attach_all(list), ManagerCapped);
+  CHECK_THROWS_AS(list.attach(capped), ManagerCapped);
+  for (const NDArray& a : list) CHECK(a.manager().same(to));
+
+  NDManager closed = NDManager::new_base_manager("closed");
+  closed.close();
+  CHECK_THROWS_WITH_AS(closed.attach_all(list), doctest::Contains("attach_all: manager 'system/closed'"),
+                       ManagerClosed);
+  CHECK_THROWS_AS(closed.attach_all(NDList{}), ManagerClosed);  // the manager is checked even for an empty list
+  CHECK_THROWS_AS(closed.temp_attach_all(list), ManagerClosed);
+  for (const NDArray& a : list) CHECK(a.manager().same(to));
+}
+
+TEST_CASE("get(manager, index): the view joins the given manager") {
+  NDManager model = NDManager::new_base_manager("model");
+  NDArray table = model.arange(0, 12).reshape({3, 4});
+  const std::size_t held = model.array_count();
+  model.cap();  // a long-lived manager nothing should land in
+  CHECK_THROWS_AS(table.get("1"), ManagerCapped);
+  NDManager step = NDManager::new_base_manager("step");
+  NDArray row = table.get(step, "1, 1:3");
+  CHECK(row.manager().same(step));
+  CHECK(row.to_vector<float>() == std::vector<float>{5, 6});
+  CHECK(row.shares_storage(table));  // still a view
+  CHECK(model.array_count() == held);
+  step.close();
+  CHECK(row.is_closed());
+  CHECK_FALSE(table.is_closed());
+  CHECK(table.to_vector<float>()[11] == 11);  // the buffer is still the table's
+
+  CHECK_THROWS_WITH_AS(table.get(step, "0"), doctest::Contains("get: manager 'system/step'"), ManagerClosed);
+  NDManager capped = NDManager::new_base_manager("capped-get");
+  capped.cap();
+  CHECK_THROWS_WITH_AS(table.get(capped, "0"), doctest::Contains("capped"), ManagerCapped);
+  CHECK_THROWS_WITH_AS(table.get(ManagerRef(), "0"), doctest::Contains("ManagerRef is empty"), InvalidArgument);
+  CHECK_THROWS_AS(table.get(NDManager::new_base_manager("ok"), "7"), InvalidArgument);  // index out of range
+}

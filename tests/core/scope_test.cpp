@@ -63,3 +63,25 @@ TEST_CASE("keep on an NDList; arrays closed earlier are skipped") {
   CHECK_FALSE(kept[0].is_closed());
   CHECK_FALSE(kept[1].is_closed());
 }
+
+TEST_CASE("NDScope::attach closes an array made elsewhere; detach spares one made inside") {
+  NDManager m = NDManager::new_base_manager("scope-attach");
+  NDArray before = m.ones({2});
+  NDArray inside;
+  {
+    NDScope scope;
+    scope.attach(before);
+    scope.attach(before);  // twice: still one entry
+    inside = m.zeros({3});
+    CHECK(scope.tracked() == 2);
+    scope.detach(inside);
+    CHECK(scope.tracked() == 1);
+    CHECK_THROWS_WITH_AS(scope.attach(NDArray()), doctest::Contains("NDScope::attach: the NDArray handle is empty"),
+                         InvalidArgument);
+    NDArray gone = m.ones({1});
+    gone.close();
+    CHECK_THROWS_WITH_AS(scope.attach(gone), doctest::Contains("NDScope::attach"), ArrayClosed);
+  }
+  CHECK(before.is_closed());
+  CHECK_FALSE(inside.is_closed());
+}

@@ -3,8 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
+#include <set>
 #include <vector>
 
 #include "debug_test_util.hpp"
@@ -135,41 +134,24 @@ TEST_CASE("a snapshot drains the auto-close queue first, like every entry point"
   CHECK_FALSE(find(s, id));
 }
 
-TEST_CASE("snapshot of 100k arrays is fast (figure printed)") {
+TEST_CASE("snapshot of 100k arrays: every array, a diff and a JSON round trip") {
+  // How long this takes is a benchmark (perf/data_debug_bench.cpp,
+  // BM_Snapshot and BM_Diff), not a test: a busy machine must not fail CI.
   NDManager m = NDManager::new_base_manager("snap-100k");
   constexpr int kArrays = 100000;
   std::vector<NDArray> keep;
   keep.reserve(kArrays);
   for (int i = 0; i < kArrays; ++i) keep.push_back(m.zeros({1}));
-  debug::Snapshot warm = debug::snapshot();  // first-touch of the registry's pages
-  double best_ms = 1e9;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
-    debug::Snapshot s = debug::snapshot();
-    auto t1 = std::chrono::steady_clock::now();
-    best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(t1 - t0).count());
-    CHECK(s.arrays.size() >= std::size_t(kArrays));
-  }
   debug::Snapshot a = debug::snapshot();
+  CHECK(a.arrays.size() >= std::size_t(kArrays));
+  std::set<Uuid> ids = test::uuids_of(a);
+  std::size_t found = 0;
+  for (const NDArray& k : keep) found += ids.count(k.uid());
+  CHECK(found == std::size_t(kArrays));
   for (int i = 0; i < 1000; ++i) keep.push_back(m.zeros({1}));
   debug::Snapshot b = debug::snapshot();
-  auto t0 = std::chrono::steady_clock::now();
   debug::Diff d = debug::diff(a, b);
-  double diff_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE_FALSE(d.groups.empty());
   CHECK(d.groups[0].array_growth() == 1000);
-  t0 = std::chrono::steady_clock::now();
-  std::string json = b.to_json();
-  auto t1 = std::chrono::steady_clock::now();
-  debug::Snapshot back = debug::Snapshot::from_json(json);
-  auto t2 = std::chrono::steady_clock::now();
-  CHECK(back == b);
-  std::printf(
-      "debug::snapshot() of %zu arrays: %.2f ms (best of 5); diff of two: %.2f ms; to_json: %.1f ms (%.1f MB), "
-      "from_json: %.1f ms\n",
-      a.arrays.size(), best_ms, diff_ms, std::chrono::duration<double, std::milli>(t1 - t0).count(),
-      double(json.size()) / 1e6, std::chrono::duration<double, std::milli>(t2 - t1).count());
-  // The aim is well under 100 ms in an optimised build; the bound here is
-  // loose so that sanitizer and debug builds pass too.
-  CHECK(best_ms < 2000);
+  CHECK(debug::Snapshot::from_json(b.to_json()) == b);
 }
