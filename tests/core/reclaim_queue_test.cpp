@@ -164,7 +164,7 @@ TEST_CASE("no lost wake-up: once every thread stops orphaning and makes one more
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
   constexpr int kRounds = 300;
 #else
-  constexpr int kRounds = 3000;
+  constexpr int kRounds = 10000;
 #endif
   std::vector<NDArray> keep;
   for (int t = 0; t < kThreads; ++t) keep.push_back(m.ones({1}));
