@@ -11,6 +11,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/manager.hpp"
 #include "ndgc/ndlist.hpp"
+#include "support/gpu_probe.hpp"
 
 namespace ndgc {
 
@@ -146,6 +147,7 @@ NDManager NDManager::new_base_manager(std::string name, Device device) {
   detail::enter();
   if (device.index < 0 || device.index >= kMaxGpus || (device.is_cpu() && device.index != 0))
     throw InvalidArgument(fmt::format("new_base_manager: {} is not a valid device", device.to_string()));
+  support::check_device(device, "new_base_manager");  // fail here, not at the first array
   return NDManager(ManagerImpl::system().new_child(std::move(name), device));
 }
 
