@@ -101,7 +101,9 @@ __device__ T apply_unary(Unary op, T x) {
     using U = Wide<T>;
     switch (op) {
       case Unary::neg: return T(U(0) - U(x));
-      case Unary::abs: return x < T(0) ? T(U(0) - U(x)) : x;
+      case Unary::abs:
+        if constexpr (std::is_signed_v<T>) return x < T(0) ? T(U(0) - U(x)) : x;
+        return x;
       case Unary::square: return T(U(x) * U(x));
       case Unary::relu: return x > T(0) ? x : T(0);
       default: break;  // the ops layer allows only the four above on integers
@@ -153,7 +155,8 @@ void binary_typed(Binary op, const TensorView& a, const TensorView& b, const Ten
     });
   } else {
     T* o = static_cast<T*>(out.data);
-    for_each(views, stream, [=] __device__(std::int64_t, const std::int64_t(&off)[3]) {
+    // Explicit captures: nvcc refuses a first capture inside `if constexpr`.
+    for_each(views, stream, [o, pa, pb, s, side, op, err] __device__(std::int64_t, const std::int64_t(&off)[3]) {
       const T x = side == 1 ? s : pa[off[1]], y = side == 2 ? s : pb[off[2]];
       if constexpr (std::is_same_v<T, bool>) {
         o[off[0]] = op == Binary::maximum ? (x || y) : (x && y);  // booleans only compare, or/and

@@ -9,10 +9,10 @@
 // call; others loop. TF32 stays off unless cuda::set_allow_tf32(true).
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <cublas_v2.h>
-#include <fmt/format.h>
 
 #include "cuda_context.hpp"
 #include "kernels.hpp"
@@ -47,7 +47,8 @@ Operand as_blas(std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int6
 
 int as_int(std::int64_t v, const char* what) {
   if (v > std::numeric_limits<int>::max())
-    throw InvalidArgument(fmt::format("matmul: {} {} exceeds what cuBLAS takes (2^31 - 1)", what, v));
+    throw InvalidArgument(std::string("matmul: ") + what + " " + std::to_string(v) +
+                          " exceeds what cuBLAS takes (2^31 - 1)");  // no fmt under nvcc: its consteval trips it
   return int(v);
 }
 
@@ -118,7 +119,7 @@ bool matmul(const TensorView& a_in, const TensorView& b_in, const TensorView& ou
   if (!is_floating(out.dtype)) {
     dispatch(out.dtype, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (!std::is_same_v<T, bool>) {  // the ops layer rejects boolean products
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {  // the ops layer rejects boolean products
         const std::int64_t total = batches * m * n;
         integer_matmul_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
             static_cast<const T*>(a_in.data), static_cast<const T*>(b_in.data), static_cast<T*>(out.data), batch,

@@ -20,6 +20,11 @@ void register_gpu_probe(const GpuProbe* probe) noexcept { g_probe.store(probe, s
 
 bool gpu_engine_linked() noexcept { return g_probe.load(std::memory_order_acquire) != nullptr; }
 
+std::string gpu_unavailable_reason() {
+  const GpuProbe* probe = g_probe.load(std::memory_order_acquire);
+  return probe ? probe->why_none() : std::string("the CUDA engine is not linked in");
+}
+
 void check_device(Device device, const char* op) {
   if (device.is_cpu()) {
     if (device.index == 0) return;

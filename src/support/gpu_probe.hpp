@@ -22,6 +22,8 @@ struct GpuProbe {
 void register_gpu_probe(const GpuProbe* probe) noexcept;
 // True when an engine registered a probe (ndgc::cuda is linked in).
 bool gpu_engine_linked() noexcept;
+// Why gpu_count() is 0: "the CUDA engine is not linked in" or the probe's reason.
+std::string gpu_unavailable_reason();
 
 // Throws InvalidArgument naming `op` and `device` unless the device can hold
 // arrays: the CPU, or gpu(i) with an engine linked and i < gpu_count(). The

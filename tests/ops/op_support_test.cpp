@@ -311,3 +311,27 @@ TEST_CASE("an op whose inputs sit on different devices throws DeviceMismatch nam
   }
   CHECK(memory::stats(Device::gpu(0)).current_bytes == 0);  // the manager's close returned them
 }
+
+TEST_CASE("to_device copies between devices and joins the source's manager") {
+  FakeGpu fake;
+  NDManager cpu = fresh();
+  NDArray c = cpu.arange(0.0, 6.0, 1.0).reshape({2, 3}).transpose();  // a strided source
+  NDArray g = c.to_device(Device::gpu(0));
+  CHECK(g.device() == Device::gpu(0));
+  CHECK(g.manager().uid() == c.manager().uid());
+  CHECK(g.shape() == Shape{3, 2});
+  CHECK(g.to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  NDArray back = g.to_device(Device::cpu());
+  CHECK(back.device() == Device::cpu());
+  CHECK(back.to_vector<float>() == g.to_vector<float>());
+  CHECK(c.to_device(Device::cpu()).to_vector<float>() == back.to_vector<float>());
+  CHECK_THROWS_WITH_AS(c.to_device(Device::gpu(1)), doctest::Contains("out of range"), InvalidArgument);
+}
+
+TEST_CASE("to_device to a GPU without the engine is InvalidArgument and leaves nothing behind") {
+  NDManager cpu = fresh();
+  NDArray c = cpu.zeros({4});
+  const auto arrays = cpu.array_count();
+  CHECK_THROWS_WITH_AS(c.to_device(Device::gpu(0)), doctest::Contains("to_device"), InvalidArgument);
+  CHECK(cpu.array_count() == arrays);
+}
