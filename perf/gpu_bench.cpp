@@ -100,11 +100,12 @@ BENCHMARK(BM_MatmulNdgc)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_MatmulCublas(benchmark::State& state) {
   if (!need_gpu(state)) return;
-  float *a = nullptr, *b = nullptr, *c = nullptr;
+  void *pa = nullptr, *pb = nullptr, *pc = nullptr;
   const std::size_t bytes = std::size_t(kN) * kN * 4;
-  cudaMalloc(&a, bytes);
-  cudaMalloc(&b, bytes);
-  cudaMalloc(&c, bytes);
+  cudaMalloc(&pa, bytes);
+  cudaMalloc(&pb, bytes);
+  cudaMalloc(&pc, bytes);
+  auto *a = static_cast<float*>(pa), *b = static_cast<float*>(pb), *c = static_cast<float*>(pc);
   cudaMemset(a, 0, bytes);
   cudaMemset(b, 0, bytes);
   cublasHandle_t h = nullptr;
