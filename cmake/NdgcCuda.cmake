@@ -1,5 +1,4 @@
 # The CUDA engine (gpu/) is built whenever the toolkit is found (DESIGN.md §7).
-# Until gpu/ holds an engine this only records whether one could be built.
 if(NOT NDGC_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
   if(CUDAToolkit_FOUND)

@@ -1,6 +1,7 @@
 // Devices: where an array's buffer lives.
 //
 //   Device::cpu();  Device::gpu(0);  a.device() == Device::cpu();
+//   if (ndgc::gpu_count() > 0) { auto m = NDManager::new_base_manager("gpu", Device::gpu(0)); }
 //
 // Each device type has one allocator (memory accounting) and one engine
 // (kernels); a CUDA engine registers itself for DeviceType::gpu when built.
@@ -25,5 +26,10 @@ struct Device {
   // "cpu()" or "gpu(0)", as DJL prints devices.
   std::string to_string() const;
 };
+
+// Usable GPUs: 0 when the CUDA engine (ndgc::cuda) is not linked in or no
+// device can be used (no driver, no GPU; never throws). Using Device::gpu(i)
+// for i >= gpu_count() throws InvalidArgument saying which of the two it is.
+int gpu_count() noexcept;
 
 }  // namespace ndgc

@@ -288,6 +288,11 @@ class NDArray {
   NDArray dup(Site site = Site::current()) const;
   // Contiguous: this array itself if it already is, otherwise dup().
   NDArray contiguous(Site site = Site::current()) const;
+  // A contiguous copy on `device` (CPU↔GPU, GPU↔GPU, or a plain copy on the
+  // same device); like any op output it joins this array's manager.
+  // InvalidArgument when `device` cannot be used (see gpu_count()). Not
+  // recorded for autograd: gradients do not flow through a device change.
+  NDArray to_device(Device device, Site site = Site::current()) const;
 
   // ---- autograd (ndgc/autograd.hpp; implemented in src/autograd/) ------------
   // true: backward() accumulates d(target)/d(this) into this array's gradient,

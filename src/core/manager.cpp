@@ -11,6 +11,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/manager.hpp"
 #include "ndgc/ndlist.hpp"
+#include "support/gpu_probe.hpp"
 
 namespace ndgc {
 
@@ -55,6 +56,7 @@ ManagerImpl* need_joinable(ManagerImpl* m, const char* op) {
 void check_device(Device device, const char* op) {
   if (device.index < 0 || device.index >= kMaxGpus || (device.is_cpu() && device.index != 0))
     throw InvalidArgument(fmt::format("{}: {} is not a valid device", op, device.to_string()));
+  support::check_device(device, op);  // a GPU needs the engine and a usable device: fail here, not at the first array
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "ndgc/error.hpp"
 #include "support/options.hpp"
+#include "support/gpu_probe.hpp"
 #include "support/sharded_counters.hpp"
 
 namespace ndgc::memory {
@@ -171,6 +172,9 @@ DeviceAllocator& allocator(Device device) {
   if (!device.is_cpu() && device.index >= 0 && device.index < kMaxGpus) {
     if (DeviceAllocator* a = g_gpu_allocators[std::size_t(device.index)].load(std::memory_order_acquire))
       return *a;
+    support::check_device(device, "memory");  // InvalidArgument: engine not linked, no GPU, index out of range
+    if (DeviceAllocator* a = g_gpu_allocators[std::size_t(device.index)].load(std::memory_order_acquire))
+      return *a;  // the probe's first query registered it
     throw DeviceMismatch(fmt::format(
         "memory: no allocator for {}: this build has no engine for that device (was ndgc built with "
         "CUDA, and is a GPU present?)",

@@ -8,6 +8,7 @@
 
 #include "ndgc/error.hpp"
 #include "ops/cpu/cpu_engine.hpp"
+#include "support/gpu_probe.hpp"
 
 namespace ndgc::ops {
 namespace {
@@ -16,9 +17,11 @@ std::atomic<Engine*> g_gpu_engine{nullptr};
 
 Engine& engine(Device device) {
   if (device.is_cpu()) return cpu::cpu_engine();
+  // InvalidArgument naming the device and why (engine not linked, no usable
+  // GPU, index out of range); the probe's first query registers the engine.
+  support::check_device(device, "engine");
   if (Engine* e = g_gpu_engine.load(std::memory_order_acquire)) return *e;
-  throw DeviceMismatch(fmt::format(
-      "no engine for {}: this build of ndgc has no CUDA engine, or no GPU was found", device.to_string()));
+  throw DeviceMismatch(fmt::format("no engine for {}: the CUDA engine did not register one", device.to_string()));
 }
 
 void register_engine(DeviceType type, Engine* e) noexcept {

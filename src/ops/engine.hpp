@@ -149,7 +149,8 @@ class Engine {
   }
 };
 
-// The engine for `device`; DeviceMismatch when none is registered.
+// The engine for `device`; InvalidArgument for a GPU that cannot be used
+// (support::check_device), DeviceMismatch when none is registered.
 Engine& engine(Device device);
 void register_engine(DeviceType type, Engine* engine) noexcept;
 

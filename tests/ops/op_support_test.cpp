@@ -2,12 +2,16 @@
 // and empty handles are refused with the op's name; an op's output joins
 // its first input's manager; an op whose output cannot join (capped manager)
 // or cannot be computed throws and leaves no array and no bytes behind;
-// devices without an engine throw DeviceMismatch.
+// a GPU without an engine is InvalidArgument; mixing devices is DeviceMismatch.
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "memory/allocator.hpp"
+#include "ops/cpu/cpu_engine.hpp"
+#include "ops/engine.hpp"
 #include "ops_test_util.hpp"
+#include "support/gpu_probe.hpp"
 
 using namespace ndgc;
 using namespace ops_test;
@@ -243,25 +247,91 @@ TEST_CASE("error messages describe the arrays: name, UUID, shape, dtype, manager
   CHECK(message.find("to_type") != std::string::npos);  // what to do about it
 }
 
-TEST_CASE("devices without an engine or allocator throw DeviceMismatch") {
-  NDManager cpu = fresh();
-  NDManager gpu = NDManager::new_base_manager("gpu", Device::gpu(0));
+TEST_CASE("a GPU without the CUDA engine is refused with InvalidArgument, before any array") {
   const auto bytes = memory::stats(Device::cpu()).current_bytes;
-  NDArray g;
-  try {
-    g = gpu.zeros({2});
-  } catch (const DeviceMismatch& e) {
-    // A build without the CUDA engine: the factory says which device has none.
-    CHECK(std::string(e.what()).find("gpu(0)") != std::string::npos);
-    CHECK(memory::stats(Device::cpu()).current_bytes == bytes);
-    CHECK(gpu.array_count() == 0);
-    return;
+  CHECK_THROWS_WITH_AS(NDManager::new_base_manager("gpu", Device::gpu(0)), doctest::Contains("gpu(0)"),
+                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(ops::engine(Device::gpu(0)), doctest::Contains("not linked"), InvalidArgument);
+  CHECK(memory::stats(Device::cpu()).current_bytes == bytes);
+}
+
+namespace {
+// A stand-in second device for the mixing tests: host memory behind an
+// allocator registered for gpu(0), the CPU engine registered for gpu, and a
+// probe that reports one device. Removed again when the test case ends.
+class HostBackedAllocator final : public memory::DeviceAllocator {
+ public:
+  HostBackedAllocator() : DeviceAllocator(Device::gpu(0)) {}
+
+ protected:
+  void* raw_allocate(std::size_t bytes) noexcept override { return ::operator new(bytes, std::nothrow); }
+  void raw_deallocate(void* p, std::size_t) noexcept override { ::operator delete(p); }
+};
+int one() noexcept { return 1; }
+std::string none() noexcept { return ""; }
+constexpr support::GpuProbe kOneGpu{one, none};
+
+struct FakeGpu {
+  HostBackedAllocator alloc;
+  FakeGpu() {
+    support::register_gpu_probe(&kOneGpu);
+    memory::register_allocator(Device::gpu(0), &alloc);
+    ops::register_engine(DeviceType::gpu, &ops::cpu::cpu_engine());
   }
-  // A build with a GPU: mixing devices is refused, naming both.
+  ~FakeGpu() {
+    ops::register_engine(DeviceType::gpu, nullptr);
+    memory::register_allocator(Device::gpu(0), nullptr);
+    support::register_gpu_probe(nullptr);
+  }
+};
+}  // namespace
+
+TEST_CASE("an op whose inputs sit on different devices throws DeviceMismatch naming both") {
+  FakeGpu fake;
+  NDManager cpu = fresh();
   NDArray c = cpu.zeros({2});
-  CHECK_THROWS_WITH_AS(c.add(g), doctest::Contains("add"), DeviceMismatch);
-  CHECK_THROWS_WITH_AS(c.add(g), doctest::Contains("gpu(0)"), DeviceMismatch);
-  CHECK_THROWS_AS(g.matmul(c), DeviceMismatch);
-  CHECK_THROWS_AS(concat(NDList{c, g}), DeviceMismatch);
-  CHECK_THROWS_AS(c.add_(g), DeviceMismatch);
+  {
+    NDManager gpu = NDManager::new_base_manager("gpu", Device::gpu(0));
+    NDArray g = gpu.zeros({2});
+    CHECK(g.device() == Device::gpu(0));
+    std::string message;
+    try {
+      c.add(g);
+    } catch (const DeviceMismatch& e) {
+      message = e.what();
+    }
+    CHECK(message.find("add") != std::string::npos);
+    CHECK(message.find("cpu()") != std::string::npos);
+    CHECK(message.find("gpu(0)") != std::string::npos);
+    CHECK_THROWS_AS(g.reshape({2, 1}).matmul(c.reshape({1, 2})), DeviceMismatch);
+    CHECK_THROWS_AS(concat(NDList{c, g}), DeviceMismatch);
+    CHECK_THROWS_AS(c.add_(g), DeviceMismatch);
+    CHECK_THROWS_AS(where(c.gt(0.0), c, g), DeviceMismatch);
+    CHECK(g.add(g).device() == Device::gpu(0));
+  }
+  CHECK(memory::stats(Device::gpu(0)).current_bytes == 0);  // the manager's close returned them
+}
+
+TEST_CASE("to_device copies between devices and joins the source's manager") {
+  FakeGpu fake;
+  NDManager cpu = fresh();
+  NDArray c = cpu.arange(0.0, 6.0, 1.0).reshape({2, 3}).transpose();  // a strided source
+  NDArray g = c.to_device(Device::gpu(0));
+  CHECK(g.device() == Device::gpu(0));
+  CHECK(g.manager().uid() == c.manager().uid());
+  CHECK(g.shape() == Shape{3, 2});
+  CHECK(g.to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  NDArray back = g.to_device(Device::cpu());
+  CHECK(back.device() == Device::cpu());
+  CHECK(back.to_vector<float>() == g.to_vector<float>());
+  CHECK(c.to_device(Device::cpu()).to_vector<float>() == back.to_vector<float>());
+  CHECK_THROWS_WITH_AS(c.to_device(Device::gpu(1)), doctest::Contains("out of range"), InvalidArgument);
+}
+
+TEST_CASE("to_device to a GPU without the engine is InvalidArgument and leaves nothing behind") {
+  NDManager cpu = fresh();
+  NDArray c = cpu.zeros({4});
+  const auto arrays = cpu.array_count();
+  CHECK_THROWS_WITH_AS(c.to_device(Device::gpu(0)), doctest::Contains("to_device"), InvalidArgument);
+  CHECK(cpu.array_count() == arrays);
 }

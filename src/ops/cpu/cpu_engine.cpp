@@ -1,10 +1,8 @@
 // The CPU engine object and its generator kernels: arange, eye, random, one_hot.
 //
-// Random numbers are counter-based: element i of a call with (seed, offset)
-// is a hash of (seed, offset + i) — splitmix64's finaliser, whose output
-// passes BigCrush — turned into a double in [0, 1). Normals use Box-Muller
-// on the pair (2i, 2i + 1). The result depends only on the seed and on how
-// many numbers earlier calls drew, never on threads.
+// Random numbers are counter-based (ops/random_stream.hpp, shared with the
+// CUDA engine): the result depends only on the seed and on how many numbers
+// earlier calls drew, never on threads or on the device.
 #include "ops/cpu/cpu_engine.hpp"
 
 #include <cmath>
@@ -17,20 +15,10 @@
 #include "memory/allocator.hpp"
 #include "ndgc/error.hpp"
 #include "ops/cpu/strided.hpp"
+#include "ops/random_stream.hpp"
 
 namespace ndgc::ops::cpu {
 namespace {
-
-std::uint64_t mix(std::uint64_t seed, std::uint64_t counter) noexcept {
-  std::uint64_t z = seed + (counter + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-double unit(std::uint64_t seed, std::uint64_t counter) noexcept {
-  return double(mix(seed, counter) >> 11) * 0x1.0p-53;  // [0, 1)
-}
 
 // Writes f(i) into element i (row-major order) of `out`.
 template <class F>
@@ -75,32 +63,14 @@ void CpuEngine::random_uniform(const TensorView& out, double low, double high, s
     std::int64_t i = 0;
     for_each_row<1>({&out}, [&](auto& p, auto& s, std::int64_t n) {
       T* o = reinterpret_cast<T*>(p[0]);
-      for (std::int64_t j = 0; j < n; ++j) {
-        double x = low + (high - low) * unit(seed, offset + std::uint64_t(i++));
-        if (x >= high && low < high) x = std::nextafter(high, low);
-        if constexpr (std::is_floating_point_v<T>) {
-          T v = static_cast<T>(x);
-          if (v >= static_cast<T>(high) && low < high) {
-            T below = std::nextafter(static_cast<T>(high), -std::numeric_limits<T>::infinity());
-            if (below >= static_cast<T>(low)) v = below;
-          }
-          o[j * s[0]] = v;
-        } else {
-          o[j * s[0]] = convert<T>(std::floor(x));
-        }
-      }
+      for (std::int64_t j = 0; j < n; ++j) o[j * s[0]] = random::uniform_at<T>(low, high, seed, offset + std::uint64_t(i++));
     });
   });
 }
 
 void CpuEngine::random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
                               std::uint64_t offset) {
-  generate(out, [&](std::int64_t i) {
-    std::uint64_t c = offset + 2 * std::uint64_t(i);
-    double u1 = 1.0 - unit(seed, c);  // (0, 1]: log stays finite
-    double u2 = unit(seed, c + 1);
-    return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
-  });
+  generate(out, [&](std::int64_t i) { return random::normal_at(mean, stddev, seed, offset, std::uint64_t(i)); });
 }
 
 void CpuEngine::one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) {

@@ -1,0 +1,243 @@
+// The CUDA engine object: device selection, validation the kernels report,
+// host transfers and the dispatch into the kernel launchers (kernels.hpp).
+//
+// Transfers go through the calling thread's pinned staging buffer: to_host
+// copies the device bytes into it, synchronises the device's stream (only
+// that stream, which wrote the array) and converts on the host into the
+// caller's buffer; from_host converts into the staging buffer and queues an
+// asynchronous copy, so the caller's buffer is free again at once and the
+// next from_host on the thread waits only for that copy (an event).
+#include "cuda_engine.hpp"
+
+#include <memory>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "cuda_check.hpp"
+#include "cuda_context.hpp"
+#include "kernels.hpp"
+#include "ndgc/error.hpp"
+#include "ops/cpu/cpu_engine.hpp"
+
+namespace ndgc::cuda {
+
+using ops::TensorView;
+
+namespace {
+
+// The device of `v` made current, and its stream.
+struct On {
+  int device;
+  cudaStream_t stream;
+  explicit On(const TensorView& v) : device(device_of(v.data)), stream(nullptr) {
+    select(device);
+    stream = cuda::stream(device);
+  }
+};
+
+TensorView contiguous_like(const TensorView& v, void* data, DataType dtype) {
+  TensorView c = v;
+  c.data = data;
+  c.dtype = dtype;
+  std::int64_t stride = 1;
+  for (int i = v.rank - 1; i >= 0; --i) {
+    c.strides[i] = stride;
+    stride *= v.shape[i];
+  }
+  return c;
+}
+
+bool fusable(std::initializer_list<const TensorView*> views) {
+  const DataType t = (*views.begin())->dtype;
+  if (!is_floating(t)) return false;
+  for (const TensorView* v : views)
+    if (v->dtype != t || !v->is_contiguous()) return false;
+  return true;
+}
+
+}  // namespace
+
+CudaEngine& cuda_engine() noexcept {
+  static CudaEngine engine;
+  return engine;
+}
+
+void CudaEngine::fill(const TensorView& out, double value) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::fill(out, value, on.stream);
+}
+
+void CudaEngine::arange(const TensorView& out, double start, double step) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::arange(out, start, step, on.stream);
+}
+
+void CudaEngine::eye(const TensorView& out) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::eye(out, on.stream);
+}
+
+void CudaEngine::random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
+                                std::uint64_t offset) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::random_uniform(out, low, high, seed, offset, on.stream);
+}
+
+void CudaEngine::random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
+                               std::uint64_t offset) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::random_normal(out, mean, stddev, seed, offset, on.stream);
+}
+
+void CudaEngine::copy(const TensorView& in, const TensorView& out) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::copy(in, out, on.stream);
+}
+
+void CudaEngine::unary(ops::Unary op, const TensorView& in, const TensorView& out) {
+  if (in.dtype == DataType::boolean)
+    throw DTypeMismatch(fmt::format("{}: boolean arrays have no {}", ops::name_of(op), ops::name_of(op)));
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::unary(op, in, out, on.stream);
+}
+
+namespace {
+// Integer division is the one binary op that can fail on values: see Note in cuda_context.hpp (error slots).
+void checked_binary(ops::Binary op, const TensorView& a, const TensorView& b, const TensorView& out, double s,
+                    int side) {
+  if (out.size() == 0) return;
+  On on(out);
+  const bool validates = op == ops::Binary::div && !is_floating(a.dtype) && a.dtype != DataType::boolean;
+  std::int64_t* err = validates ? reset_error_slot(on.device) : nullptr;
+  kernels::binary(op, a, b, out, s, side, err, on.stream);
+  std::int64_t value = 0;
+  if (validates && read_error_slot(on.device, value)) throw InvalidArgument("div: integer division by zero");
+}
+}  // namespace
+
+void CudaEngine::binary(ops::Binary op, const TensorView& a, const TensorView& b, const TensorView& out) {
+  checked_binary(op, a, b, out, 0.0, 0);
+}
+
+void CudaEngine::binary_scalar(ops::Binary op, const TensorView& a, double s, bool scalar_left,
+                               const TensorView& out) {
+  // Integer division by a zero scalar fails on every element; so does the CPU.
+  checked_binary(op, a, a, out, s, scalar_left ? 1 : 2);
+}
+
+void CudaEngine::where(const TensorView& condition, const TensorView& a, const TensorView& b,
+                       const TensorView& out) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::where(condition, a, b, out, on.stream);
+}
+
+void CudaEngine::reduce(ops::Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::reduce(op, in, axes, out, on.stream);
+}
+
+void CudaEngine::arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::arg_reduce(max, in, axis, out, on.stream);
+}
+
+void CudaEngine::matmul(const TensorView& a, const TensorView& b, const TensorView& out) {
+  if (out.size() == 0) return;
+  On on(out);
+  if (kernels::matmul(a, b, out, false, on.device, on.stream)) return;
+  // An output layout cuBLAS cannot write: multiply into a contiguous scratch, then copy.
+  DeviceScratch scratch(on.device, std::size_t(out.size()) * size_of(out.dtype));
+  const TensorView tmp = contiguous_like(out, scratch.get(), out.dtype);
+  kernels::matmul(a, b, tmp, false, on.device, on.stream);
+  kernels::copy(tmp, out, on.stream);
+}
+
+bool CudaEngine::matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) {
+  if (out.rank != 2 || a.rank != 2 || b.rank != 2 || !is_floating(out.dtype)) return false;
+  if (out.size() == 0) return true;
+  On on(out);
+  return kernels::matmul(a, b, out, true, on.device, on.stream);
+}
+
+void CudaEngine::softmax(const TensorView& in, int axis, bool log, const TensorView& out) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::softmax(in, axis, log, out, on.stream);
+}
+
+void CudaEngine::one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) {
+  if (out.size() == 0) return;
+  On on(out);
+  kernels::fill(out, 0.0, on.stream);
+  std::int64_t* err = reset_error_slot(on.device);
+  kernels::one_hot(indices, depth, out, err, on.stream);
+  std::int64_t bad = 0;
+  if (read_error_slot(on.device, bad))
+    throw InvalidArgument(fmt::format("one_hot: index {} is outside [0, {})", bad, depth));
+}
+
+void CudaEngine::to_host(const TensorView& in, const TensorView& host_out) {
+  const std::int64_t n = in.size();
+  if (n == 0) return;
+  On on(in);
+  const std::size_t bytes = std::size_t(n) * size_of(in.dtype);
+  std::unique_ptr<DeviceScratch> packed;
+  const void* source = in.data;
+  if (!in.is_contiguous()) {  // gather on the device first: one transfer of exactly n elements
+    packed = std::make_unique<DeviceScratch>(on.device, bytes);
+    kernels::copy(in, contiguous_like(in, packed->get(), in.dtype), on.stream);
+    source = packed->get();
+  }
+  void* stage = staging(on.device, bytes);
+  CUDA_CHECK(cudaMemcpyAsync(stage, source, bytes, cudaMemcpyDeviceToHost, on.stream));
+  CUDA_CHECK(cudaStreamSynchronize(on.stream));  // the stream that wrote `in`, and only it
+  ops::cpu::cpu_engine().copy(contiguous_like(host_out, stage, in.dtype), host_out);
+}
+
+void CudaEngine::from_host(const TensorView& host_in, const TensorView& out) {
+  const std::int64_t n = out.size();
+  if (n == 0) return;
+  On on(out);
+  const std::size_t bytes = std::size_t(n) * size_of(out.dtype);
+  void* stage = staging(on.device, bytes);  // waits for this thread's previous copy out of it
+  ops::cpu::cpu_engine().copy(host_in, contiguous_like(out, stage, out.dtype));
+  if (out.is_contiguous()) {
+    CUDA_CHECK(cudaMemcpyAsync(out.data, stage, bytes, cudaMemcpyHostToDevice, on.stream));
+  } else {
+    DeviceScratch packed(on.device, bytes);
+    CUDA_CHECK(cudaMemcpyAsync(packed.get(), stage, bytes, cudaMemcpyHostToDevice, on.stream));
+    kernels::copy(contiguous_like(out, packed.get(), out.dtype), out, on.stream);
+  }
+  staging_used(on.device);
+}
+
+bool CudaEngine::adam_update(const TensorView& weight, const TensorView& grad, const TensorView& mean,
+                             const TensorView& variance, const ops::AdamHyper& hyper) {
+  if (!fusable({&weight, &grad, &mean, &variance})) return false;
+  if (weight.size() == 0) return true;
+  On on(weight);
+  kernels::adam(weight, grad, mean, variance, hyper, on.stream);
+  return true;
+}
+
+bool CudaEngine::sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
+                            const ops::SgdHyper& hyper) {
+  if (!fusable({&weight, &grad}) || (momentum.data && !fusable({&weight, &momentum}))) return false;
+  if (weight.size() == 0) return true;
+  On on(weight);
+  kernels::sgd(weight, grad, momentum, hyper, on.stream);
+  return true;
+}
+
+}  // namespace ndgc::cuda

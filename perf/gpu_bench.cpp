@@ -1,0 +1,141 @@
+// GPU benchmarks (issue 12), built only with the CUDA engine; each pairs an
+// ndgc path with the raw CUDA call it wraps, measured in the same run:
+//   - device alloc+free through ndgc's allocator vs cudaMalloc+cudaFree;
+//   - a large element-wise add vs a device-to-device copy of the same bytes
+//     (bandwidth: bytes moved per second, reported as a counter);
+//   - a 4096² float32 matmul through ndgc vs the same cublasSgemm made directly;
+//   - host overhead of a small op (launch included, synchronised every 256).
+//
+//   build/perf/bench_gpu --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// Without a usable device every benchmark skips with the probe's reason.
+#include <benchmark/benchmark.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <ndgc/cuda.hpp>
+#include <ndgc/ndgc.hpp>
+
+#include "memory/allocator.hpp"
+#include "support/gpu_probe.hpp"
+
+using namespace ndgc;
+
+namespace {
+
+bool need_gpu(benchmark::State& state) {
+  if (gpu_count() > 0) return true;
+  state.SkipWithError(("no usable CUDA device: " + support::gpu_unavailable_reason()).c_str());
+  return false;
+}
+
+void BM_AllocFreeNdgc(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  memory::DeviceAllocator& a = memory::allocator(Device::gpu(0));
+  const auto bytes = std::size_t(state.range(0));
+  for (auto _ : state) {
+    void* p = a.allocate(bytes);
+    a.deallocate(p, bytes);
+  }
+}
+BENCHMARK(BM_AllocFreeNdgc)->Arg(4096)->Arg(1 << 20);
+
+void BM_AllocFreeCuda(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  const auto bytes = std::size_t(state.range(0));
+  for (auto _ : state) {
+    void* p = nullptr;
+    cudaMalloc(&p, bytes);
+    cudaFree(p);
+  }
+}
+BENCHMARK(BM_AllocFreeCuda)->Arg(4096)->Arg(1 << 20);
+
+constexpr std::int64_t kBig = std::int64_t(1) << 26;  // 64 Mi float32 = 256 MiB per array
+
+void BM_AddLarge(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  NDManager g = NDManager::new_base_manager("bench", Device::gpu(0));
+  NDArray a = g.ones({kBig}), b = g.ones({kBig});
+  for (auto _ : state) {
+    NDScope scope;
+    NDArray c = a.add(b);
+    cuda::synchronize(Device::gpu(0));
+  }
+  state.counters["bytes_per_s"] =
+      benchmark::Counter(double(3 * kBig * 4) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AddLarge)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_CopyDeviceToDevice(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  void *src = nullptr, *dst = nullptr;
+  cudaMalloc(&src, std::size_t(kBig) * 4);
+  cudaMalloc(&dst, std::size_t(kBig) * 4);
+  for (auto _ : state) {
+    cudaMemcpy(dst, src, std::size_t(kBig) * 4, cudaMemcpyDeviceToDevice);
+    cudaDeviceSynchronize();
+  }
+  state.counters["bytes_per_s"] =
+      benchmark::Counter(double(2 * kBig * 4) * double(state.iterations()), benchmark::Counter::kIsRate);
+  cudaFree(src);
+  cudaFree(dst);
+}
+BENCHMARK(BM_CopyDeviceToDevice)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+constexpr int kN = 4096;
+
+void BM_MatmulNdgc(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  NDManager g = NDManager::new_base_manager("bench", Device::gpu(0));
+  NDArray a = g.random_uniform({kN, kN}), b = g.random_uniform({kN, kN});
+  for (auto _ : state) {
+    NDScope scope;
+    NDArray c = a.matmul(b);
+    cuda::synchronize(Device::gpu(0));
+  }
+}
+BENCHMARK(BM_MatmulNdgc)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_MatmulCublas(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  void *pa = nullptr, *pb = nullptr, *pc = nullptr;
+  const std::size_t bytes = std::size_t(kN) * kN * 4;
+  cudaMalloc(&pa, bytes);
+  cudaMalloc(&pb, bytes);
+  cudaMalloc(&pc, bytes);
+  auto *a = static_cast<float*>(pa), *b = static_cast<float*>(pb), *c = static_cast<float*>(pc);
+  cudaMemset(a, 0, bytes);
+  cudaMemset(b, 0, bytes);
+  cublasHandle_t h = nullptr;
+  cublasCreate(&h);
+  const float one = 1, zero = 0;
+  for (auto _ : state) {
+    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, b, kN, a, kN, &zero, c, kN);
+    cudaDeviceSynchronize();
+  }
+  cublasDestroy(h);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+}
+BENCHMARK(BM_MatmulCublas)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SmallOpOverhead(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  NDManager g = NDManager::new_base_manager("bench", Device::gpu(0));
+  NDArray a = g.ones({64, 64});
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    NDScope scope;
+    NDArray c = a.add(a);
+    if (++i % 256 == 0) cuda::synchronize(Device::gpu(0));
+  }
+  cuda::synchronize(Device::gpu(0));
+}
+BENCHMARK(BM_SmallOpOverhead);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,37 @@
+// to_device: copies between devices through the engines' transfers.
+//
+// The CPU side is always a contiguous host view; the GPU engine stages it
+// through pinned memory (gpu/cuda_engine.cpp). GPU → another GPU goes through
+// a host buffer: simple, and rare enough (peer copies are for later).
+#include <vector>
+
+#include "ndgc/ndarray.hpp"
+#include "ops/op_support.hpp"
+#include "support/gpu_probe.hpp"
+
+namespace ndgc {
+
+using namespace ndgc::ops;
+
+NDArray NDArray::to_device(Device device, Site site) const {
+  detail::enter();
+  Pinned a(*this, "to_device");
+  support::check_device(device, "to_device");
+  auto out = new_output(a->shape, a->dtype, device, site, "to_device");
+  const TensorView in = view_of(*a), dst = view_of(*out);
+  if (a->device == device) {
+    engine(device).copy(in, dst);
+  } else if (a->device.is_cpu()) {
+    engine(device).from_host(in, dst);
+  } else if (device.is_cpu()) {
+    engine(a->device).to_host(in, dst);
+  } else {
+    std::vector<unsigned char> host(std::size_t(a->size()) * size_of(a->dtype));
+    const TensorView staged = contiguous_view(host.data(), a->dtype, a->shape);
+    engine(a->device).to_host(in, staged);
+    engine(device).from_host(staged, dst);
+  }
+  return publish_like(std::move(out), *a, "to_device");
+}
+
+}  // namespace ndgc
