@@ -109,30 +109,6 @@ void BM_OpLatencyWhileOthersOrphan(benchmark::State& state) {
 }
 BENCHMARK(BM_OpLatencyWhileOthersOrphan)->Arg(0)->Arg(1)->Arg(3)->Iterations(1)->Unit(benchmark::kMillisecond);
 
-// gc::poll() every 200 us while others orphan: it closes what was queued
-// before it, then returns (it once chased the producers until they stopped).
-// Back-to-back polls would hold the drain flag all the time, leaving the
-// poller the only thread that closes anything while three produce.
-void BM_PollWhileOthersOrphan(benchmark::State& state) {
-  const int others = int(state.range(0));
-  gc::enable();
-  NDManager m = NDManager::new_base_manager("poll-bench");
-  Latencies lat;
-  {
-    Orphaners producers(m, others);
-    for (auto _ : state)
-      for (int i = 0; i < 1000; ++i) {
-        lat.time([] { benchmark::DoNotOptimize(gc::poll()); });
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-  }
-  gc::poll();
-  lat.report(state);
-  state.SetLabel(std::to_string(others) + " orphaning thread(s)");
-  gc::disable();
-}
-BENCHMARK(BM_PollWhileOthersOrphan)->Arg(1)->Arg(3)->Iterations(1)->Unit(benchmark::kMillisecond);
-
 }  // namespace
 
 BENCHMARK_MAIN();
