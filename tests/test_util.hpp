@@ -8,6 +8,8 @@
 
 #include <ndgc/ndgc.hpp>
 
+#include "support/gpu_probe.hpp"
+
 namespace ndgc::test {
 
 // Sets the auto-close switch for one test and restores the previous state.
@@ -21,6 +23,27 @@ class AutoClose {
 
  private:
   bool was_;
+};
+
+// Makes gpu(0) .. gpu(n-1) count as usable devices for one test, as a linked
+// CUDA engine's probe would (only the probe: allocators and engines for those
+// devices are the test's own business). Without it, Device::gpu(i) is refused
+// with InvalidArgument when no engine is linked.
+class FakeGpuProbe {
+ public:
+  explicit FakeGpuProbe(int n) {
+    count_ = n;
+    support::register_gpu_probe(&kProbe);
+  }
+  ~FakeGpuProbe() { support::register_gpu_probe(nullptr); }
+  FakeGpuProbe(const FakeGpuProbe&) = delete;
+  FakeGpuProbe& operator=(const FakeGpuProbe&) = delete;
+
+ private:
+  static int count() noexcept { return count_; }
+  static std::string why_none() noexcept { return "no device in this fake"; }
+  static inline int count_ = 0;
+  static constexpr support::GpuProbe kProbe{count, why_none};
 };
 
 inline std::uint64_t host_bytes() { return memory::stats(Device::cpu()).current_bytes; }

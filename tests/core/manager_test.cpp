@@ -245,6 +245,7 @@ TEST_CASE("temp_attach to the system manager throws InvalidArgument and moves no
 }
 
 TEST_CASE("new_sub_manager on another device, with or without a name") {
+  test::FakeGpuProbe probe(2);  // gpu(0) and gpu(1) usable; no array is made on them
   NDManager base = NDManager::new_base_manager("devices");
   NDManager g = base.new_sub_manager(Device::gpu(1));
   CHECK(g.device() == Device::gpu(1));
@@ -325,4 +326,12 @@ TEST_CASE("get(manager, index): the view joins the given manager") {
   CHECK_THROWS_WITH_AS(table.get(capped, "0"), doctest::Contains("capped"), ManagerCapped);
   CHECK_THROWS_WITH_AS(table.get(ManagerRef(), "0"), doctest::Contains("ManagerRef is empty"), InvalidArgument);
   CHECK_THROWS_AS(table.get(NDManager::new_base_manager("ok"), "7"), InvalidArgument);  // index out of range
+}
+
+TEST_CASE("new_sub_manager on a GPU that is not available throws InvalidArgument naming it") {
+  REQUIRE(gpu_count() == 0);  // this binary links no CUDA engine
+  NDManager base = NDManager::new_base_manager("no-gpu");
+  CHECK_THROWS_WITH_AS(base.new_sub_manager(Device::gpu(1)),
+                       doctest::Contains("new_sub_manager: gpu(1) is not available"), InvalidArgument);
+  CHECK(base.sub_managers().empty());
 }
