@@ -83,7 +83,7 @@ Tape::~Tape() {
   // The kept storage is scanned by the trace detector's collector (global
   // `new` memory): it must not go on showing the keys the nodes pointed at,
   // or a leaked handle to one of them would never look unreachable.
-  std::memset(static_cast<void*>(buffers_.nodes.data()), 0, used * sizeof(Node));
+  if (used) std::memset(static_cast<void*>(buffers_.nodes.data()), 0, used * sizeof(Node));  // data() may be null
   buffers_.grads.clear();
   buffers_.inputs.clear();
   std::fill(buffers_.producer.begin(), buffers_.producer.end(), Slot{});

@@ -313,7 +313,8 @@ void CpuEngine::fill(const TensorView& out, double value) {
     // Zeroing a contiguous array (gradients, every step) is one memset: all
     // dtypes' zero is all-zero bytes (+0.0 for floats; -0.0 is not).
     if (out.is_contiguous() && v == T(0) && !std::signbit(double(v))) {
-      std::memset(out.data, 0, std::size_t(out.size()) * sizeof(T));
+      // An empty array may have no buffer: memset(nullptr, 0, 0) is undefined.
+      if (std::size_t n = std::size_t(out.size())) std::memset(out.data, 0, n * sizeof(T));
       return;
     }
     for_each_row<1>({&out}, [&](auto& p, auto& s, std::int64_t n) {
