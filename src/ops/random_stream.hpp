@@ -46,7 +46,7 @@ NDGC_HD inline double affine(double low, double span, double u) noexcept {
 
 // Converts between element types without undefined behaviour: floats going
 // to integers saturate (NaN becomes 0), anything going to bool is "!= 0".
-// (The CPU kernels' convert in cpu/strided.hpp has the same rules.)
+// (The CPU kernels use this one too, through cpu/strided.hpp.)
 template <class To, class From>
 NDGC_HD inline To convert(From v) noexcept {
   if constexpr (std::is_same_v<To, From>) {

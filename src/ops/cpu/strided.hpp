@@ -17,6 +17,7 @@
 
 #include "ndgc/dtype.hpp"
 #include "ops/engine.hpp"
+#include "ops/random_stream.hpp"
 
 namespace ndgc::ops::cpu {
 
@@ -33,23 +34,9 @@ decltype(auto) dispatch(DataType t, F&& f) {
   return f(bool{});
 }
 
-// Converts between element types without undefined behaviour: floats going
-// to integers saturate (NaN becomes 0), anything going to bool is "!= 0".
-template <class To, class From>
-inline To convert(From v) noexcept {
-  if constexpr (std::is_same_v<To, From>) {
-    return v;
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if (!(v == v)) return To(0);
-    if (v <= From(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    if (v >= From(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
-  } else {
-    return static_cast<To>(v);
-  }
-}
+// Element-type conversion (floats to integers saturate, NaN becomes 0,
+// anything to bool is "!= 0"): the one definition both engines run.
+using random::convert;
 
 template <std::size_t N>
 struct Walk {
