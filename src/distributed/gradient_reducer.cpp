@@ -48,6 +48,7 @@
 #include "ndgc/distributed.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/manager.hpp"
+#include "ndgc/workspace.hpp"
 #include "ops/op_support.hpp"
 
 namespace ndgc::distributed {
@@ -167,6 +168,9 @@ class BucketedReducer final : public training::GradientReducer {
     }
     done.push_back(std::move(*open));
     done.front().bucket.carries_rows = true;
+    // Planned during the first step, which may run in the Trainer's step
+    // workspace: the buckets live across steps, so never in its arena.
+    workspace::ScopeOut ordinary_memory;
     manager_ = NDManager::new_base_manager("gradient buckets", done.front().device);
     for (Open& o : done) {
       if (o.device != done.front().device)

@@ -192,6 +192,23 @@ TEST_CASE("overlapped buckets (started during backward) give the bits of buckets
   }
 }
 
+TEST_CASE("data-parallel steps in a workspace: the buckets stay in ordinary memory; the bits of steps without one") {
+  auto pg = test::group();
+  const auto plain = train_data_parallel(pg, true);
+  auto local = model(42 + std::uint64_t(pg.rank()));
+  data::ArrayDataset shard = toy(local->manager(), 128);
+  shard.set_batch_size(16).set_shuffle(true, 7).set_shard(pg.rank(), pg.size());
+  training::TrainingConfig c = config();
+  c.gradient_reducer = distributed::make_gradient_reducer(pg, 256);
+  c.workspace_mode = training::WorkspaceMode::enabled;  // buckets made during the first step, inside it
+  training::Trainer trainer(*local, c);
+  training::fit(trainer, 2, shard);
+  const auto in_workspace = parameter_values(*local);
+  REQUIRE(in_workspace.size() == plain.size());
+  for (std::size_t p = 0; p < plain.size(); ++p)
+    CHECK(std::memcmp(in_workspace[p].data(), plain[p].data(), plain[p].size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("the reducer refuses a zero bucket size") {
   auto pg = test::group();
   CHECK_THROWS_WITH_AS(distributed::make_gradient_reducer(pg, 0), doctest::Contains("bucket_bytes must be positive"),
