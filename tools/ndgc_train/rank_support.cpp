@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <ndgc/device.hpp>
+#include <ndgc/error.hpp>
 #include <ndgc/memory.hpp>
 
 #if NDGC_TRAIN_HAVE_DISTRIBUTED
@@ -100,7 +101,15 @@ void add_gradient_reducer(training::TrainingConfig& config) {
 #else
 
 bool distributed_linked() noexcept { return false; }
-JobRanks job_ranks() { return {}; }
+
+JobRanks job_ranks() {
+  // Every rank would run alone and write the same files.
+  if (launched_by_mpirun())
+    throw InvalidArgument(
+        "ndgc-train: started by mpirun, but this build has no ndgc::distributed (CMake found no MPI); install "
+        "libopenmpi-dev (tools/bootstrap) and rebuild");
+  return {};
+}
 void shard_for_job(data::ArrayDataset&, data::ArrayDataset&) {}
 void add_gradient_reducer(training::TrainingConfig&) {}
 

@@ -32,6 +32,7 @@ bool distributed_linked() noexcept;
 // OMPI_COMM_WORLD_SIZE (OpenMPI), PMI_SIZE (MPICH's Hydra) or PMIX_RANK set.
 bool launched_by_mpirun() noexcept;
 // The first call initialises MPI when launched by mpirun (and linked).
+// InvalidArgument when launched by mpirun in a build without ndgc::distributed.
 JobRanks job_ranks();
 
 // Data-parallel: each dataset's shard of every epoch, and the trainer's reducer.
