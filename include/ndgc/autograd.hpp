@@ -9,6 +9,7 @@
 //   }                                              // the tape's handles are released
 //   NDArray g = w.gradient();                      // the same array on every call
 //   autograd::zero_gradients(NDList{w});           // gradients add up until zeroed
+//   collector.backward(loss, NDList{w}, [](std::size_t i) { /* w's gradient is final */ });
 //
 // Recording. While a collector is alive, every differentiable op on its
 // thread whose inputs reach an array that requires a gradient is put on the
@@ -44,6 +45,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "ndgc/ndarray.hpp"
@@ -69,6 +71,17 @@ class GradientCollector {
   // from such an array; DTypeMismatch for a non-floating target; ArrayClosed
   // when an array the tape saved was closed (its manager closed) since.
   void backward(const NDArray& target);
+
+  // backward(target), and `ready(i)` as soon as the gradient of watched[i]
+  // will get nothing more from this pass: after the last tape node that
+  // feeds it has added its part (PyTorch DDP's per-parameter autograd hook,
+  // which launches a bucket's all-reduce while backward goes on). Called on
+  // this thread, once per index, in the order the gradients complete; an
+  // array the target does not depend on (or that is not on the tape) is
+  // reported when the pass ends. Not called for any index when backward
+  // throws first; an exception from `ready` ends the pass and propagates.
+  // See Note [Gradient ready] in src/autograd/backward.cpp.
+  void backward(const NDArray& target, const NDList& watched, const std::function<void(std::size_t)>& ready);
 
   // Ops on the tape (for tests and diagnostics).
   std::size_t recorded_ops() const noexcept;

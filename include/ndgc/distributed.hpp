@@ -142,12 +142,15 @@ class ProcessGroup {
 // the Trainer broadcasts the initial parameters from rank 0, then after each
 // backward pass the gradients are packed into buckets of `bucket_bytes`
 // (default 25 MiB, PyTorch DDP's) in reverse parameter order (the order
-// backward produces them), each bucket's all-reduce started as soon as it is
-// packed, and each gradient replaced by the row-weighted mean over ranks:
-// sum_r(rows_r · g_r) / sum_r rows_r, which is the gradient of the mean loss
-// over the global batch. See Note [Gradient buckets] in
+// backward produces them), and each gradient replaced by the row-weighted
+// mean over ranks: sum_r(rows_r · g_r) / sum_r rows_r, which is the gradient
+// of the mean loss over the global batch. With `overlap` (the default) a
+// bucket's all-reduce starts during backward, as soon as its last gradient is
+// final, and the optimizer step waits for all of them; without it, they all
+// start after backward. Same bits either way. See Note [Gradient buckets] in
 // src/distributed/gradient_reducer.cpp.
 std::shared_ptr<training::GradientReducer> make_gradient_reducer(ProcessGroup group,
-                                                                 std::size_t bucket_bytes = kDefaultBucketBytes);
+                                                                 std::size_t bucket_bytes = kDefaultBucketBytes,
+                                                                 bool overlap = true);
 
 }  // namespace ndgc::distributed

@@ -210,6 +210,13 @@ class GradientReducer {
   // parameter's gradient g_r becomes sum_r(rows_r · g_r) / sum_r(rows_r), the
   // gradient of the mean loss over every rank's rows together.
   virtual void reduce_gradients(const NDList& parameters, std::int64_t rows) = 0;
+  // Overlap with backward (optional): called before backward() with the same
+  // arguments reduce_gradients will get; true means the reducer wants
+  // gradient_ready(i) as each parameters[i]'s gradient is final during
+  // backward (GradientCollector::backward's watch), may start sending then,
+  // and reduce_gradients only finishes what was started.
+  virtual bool begin_reduction(const NDList& /*parameters*/, std::int64_t /*rows*/) { return false; }
+  virtual void gradient_ready(std::size_t /*index*/) {}
   // Element-wise sums over ranks, in place (the metrics' totals).
   virtual void sum(std::vector<double>& values) = 0;
 };

@@ -6,6 +6,27 @@
 // any time only the gradients of the "frontier" are held. Nodes after the
 // target and nodes the target does not depend on are skipped (their gradient
 // never appears). Recording is paused for the whole pass.
+//
+// Note [Gradient ready]
+// Data-parallel training overlaps the gradients' all-reduce with the rest of
+// backward (PyTorch DDP registers an autograd hook per parameter and launches
+// a bucket once all of its gradients are in). Here the caller names the
+// arrays to watch; before the walk, each watched array's uses as a leaf
+// input among nodes 0..root are counted (a shared weight has several). The
+// walk visits every node of that range once, from the root down, and drops a
+// node's uses when it is done with it: after adding its gradients, or at
+// once when the target does not depend on it (its slot is empty, so it adds
+// nothing). A count reaching zero means no later node can add to that
+// gradient: `ready` is called then. Arrays that never reach zero that way
+// (not on the tape) are reported when the walk ends. Lookup is a binary
+// search over the watched keys (a handle's key is the array's identity), so
+// a step costs O(uses · log watched) and two small vectors, and nothing when
+// no one watches.
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "autograd/gradient_state.hpp"
@@ -49,9 +70,57 @@ void accumulate(Scratch& into, Scratch g) {
   else binary_into(Binary::add, into, g.view());
 }
 
+// See Note [Gradient ready].
+class ReadyCounter {
+ public:
+  ReadyCounter(const ReadyHook& hook, const std::vector<Node>& nodes, std::int32_t root) : hook_(hook) {
+    const NDList& watched = *hook.watched;
+    keys_.reserve(watched.size());
+    for (std::size_t i = 0; i < watched.size(); ++i) keys_.push_back({watched[i].key(), i});
+    std::sort(keys_.begin(), keys_.end());
+    remaining_.assign(watched.size(), 0);
+    fired_.assign(watched.size(), false);
+    for (std::int32_t n = 0; n <= root; ++n) each_leaf(nodes[std::size_t(n)], [&](std::size_t i) { ++remaining_[i]; });
+  }
+
+  // `node` has added all it will: its watched leaves lose one use each.
+  void done_with(const Node& node) {
+    each_leaf(node, [&](std::size_t i) {
+      if (--remaining_[i] == 0) fire(i);
+    });
+  }
+
+  // The arrays no node fed, in index order.
+  void finish() {
+    for (std::size_t i = 0; i < fired_.size(); ++i)
+      if (!fired_[i]) fire(i);
+  }
+
+ private:
+  void fire(std::size_t i) {
+    fired_[i] = true;
+    (*hook_.ready)(i);
+  }
+
+  template <class F>
+  void each_leaf(const Node& node, F&& f) const {
+    for (std::size_t j = 0; j < node.size(); ++j) {
+      if (node.source(j) != kLeaf) continue;
+      const void* key = node.input(j).key();
+      auto it = std::lower_bound(keys_.begin(), keys_.end(), std::pair<const void*, std::size_t>{key, 0});
+      for (; it != keys_.end() && it->first == key; ++it) f(it->second);
+    }
+  }
+
+  const ReadyHook& hook_;
+  std::vector<std::pair<const void*, std::size_t>> keys_;
+  std::vector<std::int32_t> remaining_;
+  std::vector<bool> fired_;
+};
+
 }  // namespace
 
-void Tape::backward(const NDArray& target) {
+void Tape::backward(const NDArray& target, const ReadyHook* hook) {
   ndgc::detail::enter();
   PauseRecording pause;
   Pinned t(target, "backward");
@@ -63,6 +132,7 @@ void Tape::backward(const NDArray& target) {
   if (root == kNoGradient) {
     if (gradient_of(*t).defined()) {  // the target is itself a leaf
       accumulate_leaf(target, seed);
+      if (hook) ReadyCounter(*hook, nodes_, -1).finish();
       return;
     }
     throw InvalidArgument(fmt::format(
@@ -86,9 +156,14 @@ void Tape::backward(const NDArray& target) {
   grads.resize(std::size_t(root) + 1);
   grads[std::size_t(root)] = std::move(seed);
   inputs.clear();
+  std::optional<ReadyCounter> counter;
+  if (hook) counter.emplace(*hook, nodes_, root);
   for (std::int32_t i = root; i >= 0; --i) {
     Scratch& slot = grads[std::size_t(i)];
-    if (!slot) continue;
+    if (!slot) {
+      if (counter) counter->done_with(nodes_[std::size_t(i)]);
+      continue;
+    }
     const Node& node = nodes_[std::size_t(i)];
     // An intermediate result that requires a gradient of its own gets it too.
     if (gradient_of(node.output).defined()) accumulate_leaf(node.output, slot);
@@ -101,7 +176,9 @@ void Tape::backward(const NDArray& target) {
       else if (source == kLeaf) accumulate_leaf(node.input(j), inputs[j]);
     }
     inputs.clear();
+    if (counter) counter->done_with(node);
   }
+  if (counter) counter->finish();
 }
 
 }  // namespace ndgc::autograd::detail

@@ -10,7 +10,13 @@ GradientCollector::GradientCollector() : tape_(std::make_unique<autograd::detail
 
 GradientCollector::~GradientCollector() = default;
 
-void GradientCollector::backward(const NDArray& target) { tape_->backward(target); }
+void GradientCollector::backward(const NDArray& target) { tape_->backward(target, nullptr); }
+
+void GradientCollector::backward(const NDArray& target, const NDList& watched,
+                                 const std::function<void(std::size_t)>& ready) {
+  const autograd::detail::ReadyHook hook{&watched, &ready};
+  tape_->backward(target, &hook);
+}
 
 std::size_t GradientCollector::recorded_ops() const noexcept { return tape_->size(); }
 

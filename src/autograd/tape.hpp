@@ -32,11 +32,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "autograd/scratch.hpp"
 #include "ndgc/ndarray.hpp"
+#include "ndgc/ndlist.hpp"
 #include "ops/record.hpp"
 
 namespace ndgc::autograd::detail {
@@ -75,6 +77,12 @@ struct TapeBuffers {
   std::vector<Scratch> grads, inputs;  // backward's per-node gradients and one node's input gradients
 };
 
+// GradientCollector::backward's watch: which arrays, and whom to tell.
+struct ReadyHook {
+  const NDList* watched;
+  const std::function<void(std::size_t)>* ready;
+};
+
 class Tape {
  public:
   Tape();
@@ -85,7 +93,7 @@ class Tape {
   Tape& operator=(const Tape&) = delete;
 
   void record(const ops::OpRecord& op, std::span<const NDArray> inputs, const NDArray& output);
-  void backward(const NDArray& target);  // backward.cpp
+  void backward(const NDArray& target, const ReadyHook* hook);  // backward.cpp; hook may be null
   std::size_t size() const noexcept { return nodes_.size(); }
 
   // The recording tape of this thread, or null (none, or paused).

@@ -21,10 +21,19 @@
 // then each is waited for, divided by the total rows and unpacked. The first
 // bucket carries one extra element, this rank's row count, so the total
 // rows arrive with the gradients, in the same call.
-// The reduction starts after backward() returns: autograd has no per-
-// parameter "gradient ready" hook yet, so communication overlaps the packing
-// of later buckets, not the backward pass itself (PyTorch's DDP overlaps
-// both, through autograd hooks).
+// With overlap on (the default), the Trainer calls begin_reduction before
+// backward and gradient_ready(i) as each parameter's gradient becomes final
+// (GradientCollector::backward's watch, Note [Gradient ready] in
+// src/autograd/backward.cpp): a bucket is packed and its all-reduce started
+// the moment its last member is ready, so the network works while backward
+// computes the earlier layers (PyTorch DDP's autograd hooks). Every rank
+// walks the same tape, so buckets start in the same order everywhere, as
+// MPI's non-blocking collectives require. reduce_gradients then waits, in
+// bucket order, before the optimizer step. Packing reads the same final
+// gradients either way, so overlap changes when the bits travel, not which
+// bits: the result is identical to the reduction after backward (tested).
+// Each start exchanges the collective's header first (Note [Time-outs] in
+// communicator.hpp), a short synchronisation per bucket.
 // Every rank adds the same numbers in the same MPI reduction, so all ranks
 // get the same bits (MPI's tuned and libnbc all-reduces compute each element
 // once and distribute it, or add in rank order on every rank), and the
@@ -39,6 +48,7 @@
 #include "ndgc/distributed.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/manager.hpp"
+#include "ndgc/workspace.hpp"
 #include "ops/op_support.hpp"
 
 namespace ndgc::distributed {
@@ -55,8 +65,8 @@ struct Bucket {
 
 class BucketedReducer final : public training::GradientReducer {
  public:
-  BucketedReducer(ProcessGroup group, std::size_t bucket_bytes)
-      : group_(std::move(group)), bucket_bytes_(bucket_bytes) {
+  BucketedReducer(ProcessGroup group, std::size_t bucket_bytes, bool overlap)
+      : group_(std::move(group)), bucket_bytes_(bucket_bytes), overlap_(overlap) {
     if (bucket_bytes_ == 0) throw InvalidArgument("make_gradient_reducer: bucket_bytes must be positive");
   }
 
@@ -70,22 +80,34 @@ class BucketedReducer final : public training::GradientReducer {
     }
   }
 
+  // See Note [Gradient buckets]: the buckets start during backward.
+  bool begin_reduction(const NDList& parameters, std::int64_t rows) override {
+    if (!overlap_) return false;
+    start(parameters, rows);
+    begun_ = true;
+    return true;
+  }
+
+  void gradient_ready(std::size_t index) override {
+    if (!begun_ || index >= bucket_of_.size()) return;
+    const std::size_t k = bucket_of_[index];
+    if (--waiting_[k] == 0) launch(k);
+  }
+
   void reduce_gradients(const NDList& parameters, std::int64_t rows) override {
-    if (buckets_.empty() || parameters.size() != planned_for_) plan(parameters);
-    std::vector<NDArray> gradients;
-    gradients.reserve(parameters.size());
-    for (std::size_t i = 0; i < parameters.size(); ++i) gradients.push_back(parameters[i].gradient());
-    std::vector<Work> works;
-    works.reserve(buckets_.size());
-    for (Bucket& b : buckets_) {
-      pack(b, gradients, rows);
-      works.push_back(group_.all_reduce_async(b.buffer, ReduceOp::sum));
+    if (!begun_) {
+      start(parameters, rows);
+      for (std::size_t k = 0; k < buckets_.size(); ++k) launch(k);
+    } else {
+      for (std::size_t k = 0; k < buckets_.size(); ++k)  // backward reports every parameter; a guard
+        if (!launched_[k]) launch(k);
     }
+    begun_ = false;
     double total = 0;
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
-      works[k].wait();
+      works_[k].wait();
       if (buckets_[k].carries_rows) total = last_element(buckets_[k].buffer);
-      unpack(buckets_[k], gradients, total);
+      unpack(buckets_[k], gradients_, total);
     }
   }
 
@@ -99,6 +121,25 @@ class BucketedReducer final : public training::GradientReducer {
   }
 
  private:
+  // This step's gradients, rows and per-bucket countdown; no bucket in flight.
+  void start(const NDList& parameters, std::int64_t rows) {
+    if (buckets_.empty() || parameters.size() != planned_for_) plan(parameters);
+    gradients_.clear();
+    for (std::size_t i = 0; i < parameters.size(); ++i) gradients_.push_back(parameters[i].gradient());
+    rows_ = rows;
+    works_.resize(buckets_.size());
+    for (Work& w : works_) w = Work();
+    launched_.assign(buckets_.size(), false);
+    waiting_.assign(buckets_.size(), 0);
+    for (std::size_t i = 0; i < bucket_of_.size(); ++i) ++waiting_[bucket_of_[i]];
+  }
+
+  void launch(std::size_t k) {
+    launched_[k] = true;
+    pack(buckets_[k], gradients_, rows_);
+    works_[k] = group_.all_reduce_async(buckets_[k].buffer, ReduceOp::sum);
+  }
+
   // See Note [Gradient buckets].
   void plan(const NDList& parameters) {
     buckets_.clear();
@@ -127,6 +168,9 @@ class BucketedReducer final : public training::GradientReducer {
     }
     done.push_back(std::move(*open));
     done.front().bucket.carries_rows = true;
+    // Planned during the first step, which may run in the Trainer's step
+    // workspace: the buckets live across steps, so never in its arena.
+    workspace::ScopeOut ordinary_memory;
     manager_ = NDManager::new_base_manager("gradient buckets", done.front().device);
     for (Open& o : done) {
       if (o.device != done.front().device)
@@ -136,6 +180,9 @@ class BucketedReducer final : public training::GradientReducer {
       o.bucket.buffer.set_name(fmt::format("gradient bucket {}", buckets_.size()));
       buckets_.push_back(std::move(o.bucket));
     }
+    bucket_of_.assign(parameters.size(), 0);
+    for (std::size_t k = 0; k < buckets_.size(); ++k)
+      for (std::size_t j : buckets_[k].members) bucket_of_[j] = k;
   }
 
   static void pack(Bucket& b, const std::vector<NDArray>& gradients, std::int64_t rows) {
@@ -180,16 +227,26 @@ class BucketedReducer final : public training::GradientReducer {
 
   ProcessGroup group_;
   std::size_t bucket_bytes_;
+  bool overlap_;
   NDManager manager_;          // the buckets
   NDManager metrics_manager_;  // sum()'s one array per call, closed at once
   std::vector<Bucket> buckets_;
+  std::vector<std::size_t> bucket_of_;  // parameter index -> bucket
   std::size_t planned_for_ = 0;
+  // The step in progress (kept between steps: no allocation once sized).
+  std::vector<NDArray> gradients_;
+  std::vector<Work> works_;
+  std::vector<bool> launched_;
+  std::vector<std::size_t> waiting_;  // members not yet ready, per bucket
+  std::int64_t rows_ = 0;
+  bool begun_ = false;
 };
 
 }  // namespace
 
-std::shared_ptr<training::GradientReducer> make_gradient_reducer(ProcessGroup group, std::size_t bucket_bytes) {
-  return std::make_shared<BucketedReducer>(std::move(group), bucket_bytes);
+std::shared_ptr<training::GradientReducer> make_gradient_reducer(ProcessGroup group, std::size_t bucket_bytes,
+                                                                 bool overlap) {
+  return std::make_shared<BucketedReducer>(std::move(group), bucket_bytes, overlap);
 }
 
 }  // namespace ndgc::distributed

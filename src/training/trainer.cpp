@@ -80,7 +80,11 @@ double Trainer::train_step(const data::Batch& batch, std::int64_t epoch) {
     GradientCollector collector = new_gradient_collector();
     predictions = forward(batch.data);
     NDArray loss = config_.loss->evaluate(batch.labels, predictions);
-    collector.backward(loss);
+    GradientReducer* reducer = config_.gradient_reducer.get();
+    if (reducer && reducer->begin_reduction(parameter_arrays_, batch.size))  // all-reduces start during backward
+      collector.backward(loss, parameter_arrays_, [reducer](std::size_t i) { reducer->gradient_ready(i); });
+    else
+      collector.backward(loss);
     loss_value = loss.item<double>();
   }
   if (config_.gradient_reducer) config_.gradient_reducer->reduce_gradients(parameter_arrays_, batch.size);

@@ -5,7 +5,9 @@
 // metrics over all ranks, and keep memory flat with auto-close on.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "distributed_test_util.hpp"
 #include "test_util.hpp"
@@ -118,6 +120,93 @@ TEST_CASE("N ranks x batch 16 follow 1 process x batch 16N; parameters identical
     CHECK(rows[e].host_bytes == rows[1].host_bytes);
     CHECK(rows[e].trainer_arrays == 0);
   }
+}
+
+namespace {
+
+// Forwards to the real reducer and records what the Trainer called, in order.
+struct Recording : training::GradientReducer {
+  std::shared_ptr<training::GradientReducer> inner;
+  std::vector<std::string> calls;
+  explicit Recording(std::shared_ptr<training::GradientReducer> r) : inner(std::move(r)) {}
+  int rank() const override { return inner->rank(); }
+  int size() const override { return inner->size(); }
+  void broadcast_parameters(const NDList& p) override { inner->broadcast_parameters(p); }
+  bool begin_reduction(const NDList& p, std::int64_t rows) override {
+    calls.push_back("begin");
+    return inner->begin_reduction(p, rows);
+  }
+  void gradient_ready(std::size_t i) override {
+    calls.push_back("ready " + std::to_string(i));
+    inner->gradient_ready(i);
+  }
+  void reduce_gradients(const NDList& p, std::int64_t rows) override {
+    calls.push_back("reduce");
+    inner->reduce_gradients(p, rows);
+  }
+  void sum(std::vector<double>& v) override { inner->sum(v); }
+};
+
+std::vector<std::vector<float>> train_data_parallel(distributed::ProcessGroup& pg, bool overlap,
+                                                    std::shared_ptr<Recording>* recording = nullptr) {
+  auto local = model(42 + std::uint64_t(pg.rank()));
+  data::ArrayDataset shard = toy(local->manager(), 128);
+  shard.set_batch_size(16).set_shuffle(true, 7).set_shard(pg.rank(), pg.size());
+  training::TrainingConfig c = config();
+  auto reducer = std::make_shared<Recording>(distributed::make_gradient_reducer(pg, 256, overlap));
+  if (recording) *recording = reducer;
+  c.gradient_reducer = reducer;
+  training::Trainer trainer(*local, c);
+  training::fit(trainer, 2, shard);
+  return parameter_values(*local);
+}
+
+}  // namespace
+
+TEST_CASE("overlapped buckets (started during backward) give the bits of buckets started after it") {
+  auto pg = test::group();
+  std::shared_ptr<Recording> overlapped, after;
+  const auto a = train_data_parallel(pg, true, &overlapped);
+  const auto b = train_data_parallel(pg, false, &after);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t p = 0; p < a.size(); ++p) {
+    CAPTURE(p);
+    REQUIRE(a[p].size() == b[p].size());
+    CHECK(std::memcmp(a[p].data(), b[p].data(), a[p].size() * sizeof(float)) == 0);
+  }
+  // With overlap, every parameter is reported during backward, before the
+  // step's reduce; the 4 parameters (2 layers) come last layer first.
+  const std::vector<std::string> step{"begin", "ready 3", "ready 2", "ready 1", "ready 0", "reduce"};
+  REQUIRE(overlapped->calls.size() >= step.size());
+  CHECK(std::vector<std::string>(overlapped->calls.begin(), overlapped->calls.begin() + 6) == step);
+  CHECK(std::count(after->calls.begin(), after->calls.end(), "reduce") ==
+        std::count(overlapped->calls.begin(), overlapped->calls.end(), "reduce"));
+  for (const std::string& call : after->calls) CHECK((call == "begin" || call == "reduce"));
+  // And the same bits on every rank.
+  NDManager m = NDManager::new_base_manager("check");
+  for (const auto& values : a) {
+    NDArray all = pg.all_gather(m.create(values));
+    const std::vector<float> rows = all.to_vector<float>();
+    for (int r = 1; r < pg.size(); ++r)
+      CHECK(std::memcmp(rows.data(), rows.data() + std::size_t(r) * values.size(), values.size() * 4) == 0);
+  }
+}
+
+TEST_CASE("data-parallel steps in a workspace: the buckets stay in ordinary memory; the bits of steps without one") {
+  auto pg = test::group();
+  const auto plain = train_data_parallel(pg, true);
+  auto local = model(42 + std::uint64_t(pg.rank()));
+  data::ArrayDataset shard = toy(local->manager(), 128);
+  shard.set_batch_size(16).set_shuffle(true, 7).set_shard(pg.rank(), pg.size());
+  training::TrainingConfig c = config();
+  c.gradient_reducer = distributed::make_gradient_reducer(pg, 256);
+  c.workspace_mode = training::WorkspaceMode::enabled;  // buckets made during the first step, inside it
+  training::Trainer trainer(*local, c);
+  training::fit(trainer, 2, shard);
+  const auto in_workspace = parameter_values(*local);
+  REQUIRE(in_workspace.size() == plain.size());
+  for (std::size_t p = 0; p < plain.size(); ++p)
+    CHECK(std::memcmp(in_workspace[p].data(), plain[p].data(), plain[p].size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("the reducer refuses a zero bucket size") {

@@ -17,6 +17,7 @@
 #include "compare.hpp"
 #include "options.hpp"
 #include "outputs.hpp"
+#include "rank_support.hpp"
 #include "report.hpp"
 #include "run.hpp"
 #include "svg_chart.hpp"
@@ -51,6 +52,11 @@ int compare(const Options& o) {
 }
 
 int single(const Options& o) {
+  if (job_ranks().rank != 0) {  // under mpirun: rank 0 prints and writes (rank_support.hpp)
+    std::ostream quiet(nullptr);
+    run_training(o, quiet, false);
+    return 0;
+  }
   const RunResult r = run_training(o, std::cout, ::isatty(STDOUT_FILENO) == 1);
   const auto json = run_file(o.out, r.config);
   write_file(json, to_json(r));
@@ -73,8 +79,13 @@ int main(int argc, char** argv) {
   }
   const Options& o = *parsed.options;
   try {
+    if (o.compare && launched_by_mpirun()) {
+      std::cerr << "ndgc-train: --compare starts its configurations as child processes; under mpirun, run one "
+                   "configuration per job (--autoclose off|on, --workspace on|off)\n";
+      return 2;
+    }
     std::error_code ec;
-    std::filesystem::create_directories(o.out, ec);
+    if (job_ranks().rank == 0) std::filesystem::create_directories(o.out, ec);
     if (ec) {
       std::cerr << fmt::format("ndgc-train: cannot create --out directory {}: {}\n", o.out.string(), ec.message());
       return 1;

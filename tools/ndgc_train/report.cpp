@@ -21,6 +21,8 @@ std::string format_report(const std::vector<RunResult>& runs) {
   std::string out = fmt::format("\nndgc-train: --leak {}, {} batches of {} per epoch, seed {}\n\n", first.leak,
                                 first.batches_per_epoch, first.batch_size, first.seed);
   out += format_table(runs) + "\n" + format_summary(runs);
+  for (const RunResult& r : runs)
+    if (r.ranks) out += "\n" + format_rank_table(*r.ranks);
   for (const RunResult& r : runs) {
     if (!r.workspace) continue;
     const WorkspaceFigures& w = *r.workspace;
@@ -30,7 +32,9 @@ std::string format_report(const std::vector<RunResult>& runs) {
                        w.allocations);
   }
   for (const RunResult& r : runs) {
-    if (std::string leak = format_leak_report(r); !leak.empty()) {
+    if (r.ranks && r.epochs.size() >= 2) {  // every rank's growth, rank 0's included
+      out += "\n" + format_rank_leak_report(*r.ranks);
+    } else if (std::string leak = format_leak_report(r); !leak.empty()) {
       out += "\n" + leak;
     } else if (r.epochs.size() >= 2) {
       out += fmt::format("\n{}: no creation site grew from the end of epoch 1 to the end of epoch {}\n",

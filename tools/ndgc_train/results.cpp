@@ -44,7 +44,8 @@ json run_json(const RunResult& r) {
           {"epochs", std::move(epochs)},
           {"growth", r.growth ? json::parse(r.growth->to_json()) : json(nullptr)},
           {"trace_leaks", std::move(leaks)},
-          {"workspace", std::move(ws)}};
+          {"workspace", std::move(ws)},
+          {"ranks", r.ranks ? json::parse(ranks_to_json(*r.ranks)) : json(nullptr)}};
 }
 
 }  // namespace
@@ -89,6 +90,7 @@ RunResult run_from_json(const std::string& text) {
                                      w.at("spilled_bytes").get<std::uint64_t>(), w.at("cycles").get<std::uint64_t>(),
                                      w.at("allocations").get<std::uint64_t>()};
     }
+    if (j.contains("ranks") && !j.at("ranks").is_null()) r.ranks = ranks_from_json(j.at("ranks").dump());
     return r;
   } catch (const json::exception& e) {
     throw DataError(fmt::format("ndgc-train: a run's result is not valid: {}", e.what()));
@@ -110,12 +112,15 @@ RunResult read_run(const std::filesystem::path& file) {
 std::string to_csv(const std::vector<RunResult>& runs) {
   std::string out =
       "config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,live_arrays,reclaimed,leaked_handles,"
-      "train_loss,test_accuracy\n";
+      "train_loss,test_accuracy";
+  const RankReport* ranks = !runs.empty() && runs.front().ranks ? &*runs.front().ranks : nullptr;
+  out += (ranks ? rank_csv_header(*ranks) : std::string()) + "\n";
   for (const RunResult& r : runs)
     for (const EpochRow& e : r.epochs)
-      out += fmt::format("{},{},{:.6f},{},{:.3f},{},{:.3f},{},{},{},{:.6f},{:.6f}\n", r.config, e.epoch, e.seconds,
+      out += fmt::format("{},{},{:.6f},{},{:.3f},{},{:.3f},{},{},{},{:.6f},{:.6f}{}\n", r.config, e.epoch, e.seconds,
                          e.bytes_in_use, e.bytes_in_use / kMiB, e.peak_bytes, e.peak_bytes / kMiB, e.live_arrays,
-                         e.reclaimed, e.leaked_handles, e.train_loss, e.test_accuracy);
+                         e.reclaimed, e.leaked_handles, e.train_loss, e.test_accuracy,
+                         r.ranks ? rank_csv_cells(*r.ranks, e.epoch) : std::string());
   return out;
 }
 

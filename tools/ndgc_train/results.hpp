@@ -8,7 +8,8 @@
 //    "epochs": [{"epoch": 1, "seconds": 2.31, "bytes_in_use": ..., "peak_bytes": ..., "live_arrays": ...,
 //                "reclaimed": ..., "leaked_handles": ..., "train_loss": ..., "test_accuracy": ...}, ...],
 //    "growth": <debug::Diff JSON from the end of epoch 1 to the end of the last epoch, growing groups>,
-//    "trace_leaks": [{"file": ..., "line": ..., "arrays": ..., "bytes": ...}, ...]}
+//    "trace_leaks": [{"file": ..., "line": ..., "arrays": ..., "bytes": ...}, ...],
+//    "ranks": <ranks.hpp's JSON under mpirun, else null>}
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include <ndgc/debug.hpp>
+
+#include "ranks.hpp"
 
 namespace ndgc::train_tool {
 
@@ -57,6 +60,7 @@ struct RunResult {
   std::optional<debug::Diff> growth;  // needs two epochs or more
   std::vector<TraceLeak> trace_leaks;
   std::optional<WorkspaceFigures> workspace;  // --workspace on
+  std::optional<RankReport> ranks;             // under mpirun: every rank's figures (ranks.hpp)
   friend bool operator==(const RunResult&, const RunResult&) = default;
 };
 
@@ -70,6 +74,7 @@ std::string to_json(const std::vector<RunResult>& runs, int indent = 2);
 
 // One header line, then one row per run and epoch:
 //   config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,live_arrays,reclaimed,leaked_handles,train_loss,test_accuracy
+// and, when the first run has ranks (mpirun), the per-rank columns of rank_csv_header.
 std::string to_csv(const std::vector<RunResult>& runs);
 
 // Writes `text` to `file` through a temporary file and a rename, so a reader

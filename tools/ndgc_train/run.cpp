@@ -13,6 +13,7 @@
 
 #include "leak.hpp"
 #include "progress.hpp"
+#include "rank_support.hpp"
 #include "recorder.hpp"
 #include "trace_support.hpp"
 
@@ -55,6 +56,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   const int prefetch = o.threads > 1 ? 2 : 0;
   train.set_batch_size(o.batch_size).set_shuffle(true, o.seed).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
   test.set_batch_size(o.batch_size).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
+  shard_for_job(train, test);  // under mpirun: this rank's part of each epoch (rank_support.hpp)
 
   RunResult result;
   {
@@ -67,6 +69,9 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     config.workspace_mode = o.workspace ? training::WorkspaceMode::enabled : training::WorkspaceMode::none;
     auto recorder = std::make_shared<EpochRecorder>();
     config.listeners.push_back(recorder);  // first: see recorder.hpp
+    std::shared_ptr<RankGatherer> gatherer;
+    if (job_ranks().distributed) config.listeners.push_back(gatherer = std::make_shared<RankGatherer>(recorder));
+    add_gradient_reducer(config);
     config.listeners.push_back(std::make_shared<ProgressBar>(progress, terminal, config_name({o.autoclose, o.workspace}),
                                                              o.epochs, train.batch_count()));
     if (o.leak == Leak::model) config.listeners.push_back(make_model_leak(model));
@@ -84,6 +89,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     result.seed = o.seed;
     result.epochs = recorder->rows();
     result.growth = recorder->growth();
+    if (gatherer) result.ranks = gatherer->finish(result.growth);
   }
   if (o.autoclose == AutoClose::trace) result.trace_leaks = collect_trace_leaks();
   return result;
