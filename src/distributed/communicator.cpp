@@ -157,12 +157,29 @@ void Communicator::wait_all(std::vector<MPI_Request>& requests, const Header& he
 
 int Communicator::agree(Header& mine, Clock::time_point deadline) {
   mine.sequence = sequence_++;
-  // Host buffers a timed-out request may still write: on the heap, parked
-  // with it (Note [Time-outs]). The last kHeaderWords words are this rank's.
+  // See Note [Header check]. Layout: words, their negations, then the
+  // invalid word (size - rank when this rank's arguments are invalid, else
+  // 0: the maximum names the lowest such rank). On the heap, parked with the
+  // request if it times out (Note [Time-outs]).
+  constexpr int kWords = 2 * kHeaderWords + 1;
+  auto reduced = std::make_shared<std::vector<std::int64_t>>(std::size_t(kWords));
+  std::int64_t* w = reduced->data();
+  pack(mine, w);
+  for (int i = 0; i < kHeaderWords; ++i) w[kHeaderWords + i] = -w[i];
+  w[2 * kHeaderWords] = mine.invalid ? std::int64_t(size_ - rank_) : 0;
+  std::vector<MPI_Request> request(1, MPI_REQUEST_NULL);
+  check(MPI_Iallreduce(MPI_IN_PLACE, w, kWords, MPI_INT64_T, MPI_MAX, comm_, request.data()), mine,
+        "MPI_Iallreduce (header)");
+  wait_all(request, mine, deadline, {reduced});
+  if (w[2 * kHeaderWords] > 0) return size_ - int(w[2 * kHeaderWords]);  // its header has no array: not compared
+  bool equal = true;
+  for (int i = 0; i < kHeaderWords; ++i) equal = equal && w[i] == -w[kHeaderWords + i];
+  if (equal) return -1;
+  // The ranks disagree, and every rank knows it: all of them gather the
+  // headers to name what each passed.
   auto buffer = std::make_shared<std::vector<std::int64_t>>(std::size_t(kHeaderWords) * std::size_t(size_ + 1));
   std::int64_t* own = buffer->data() + std::size_t(kHeaderWords) * std::size_t(size_);
   pack(mine, own);
-  std::vector<MPI_Request> request(1, MPI_REQUEST_NULL);
   check(MPI_Iallgather(own, kHeaderWords, MPI_INT64_T, buffer->data(), kHeaderWords, MPI_INT64_T, comm_,
                        request.data()),
         mine, "MPI_Iallgather (header)");
@@ -171,13 +188,10 @@ int Communicator::agree(Header& mine, Clock::time_point deadline) {
   std::vector<Header> all;
   all.reserve(std::size_t(size_));
   for (int r = 0; r < size_; ++r) all.push_back(unpack(words.data() + std::size_t(r) * kHeaderWords));
-  for (int r = 0; r < size_; ++r)
-    if (all[std::size_t(r)].invalid) return r;
   const std::int64_t* first = words.data();
   std::vector<int> differ;
   for (int r = 1; r < size_; ++r)
     if (!std::equal(first, first + kHeaderWords, words.data() + std::size_t(r) * kHeaderWords)) differ.push_back(r);
-  if (differ.empty()) return -1;
   std::string list = fmt::format("rank 0 called {}", describe(all[0]));
   for (int r : differ) list += fmt::format("; rank {} called {}", r, describe(all[std::size_t(r)]));
   fail(mine, fmt::format("the ranks disagree: {}. Every rank must make the same collectives in the same order, with "

@@ -2,28 +2,37 @@
 // deadline, MPI error codes turned into DistributedError.
 //
 // Note [Header check]
-// Before any data moves, each rank all-gathers a header of 15 int64 words:
-// the collective, its sequence number in the group, dtype, device, root (or
-// reduce op), rank and dimensions of the array. Every rank then holds every
-// header, compares them with rank 0's and, when any differs, throws the same
-// DistributedError listing what each rank passed; no rank starts the data
-// collective, so none is left waiting for a peer that already gave up, and
-// the group stays usable (the sequence numbers still agree). The header
-// exchange is always the same call, so it matches across ranks even when
-// they disagree on the collective itself. Cost: one small all-gather per
-// collective (latency, no bandwidth; see perf/RESULTS.md).
+// Before any data moves, the ranks agree on a header of 15 int64 words: the
+// collective, its sequence number in the group, dtype, device, root (or
+// reduce op), rank and dimensions of the array. The common case (every rank
+// agrees) costs one small non-blocking all-reduce: each rank contributes
+// its words w and their negations -w under MPI_MAX, which yields max(w) and
+// -min(w) for every word, so max == min everywhere exactly when all headers
+// are equal (no hash, no collisions), plus one word that carries the lowest
+// rank whose own arguments were invalid. Every rank gets the same reduced
+// words, so every rank takes the same branch. Only when the ranks disagree
+// do they all-gather the full headers (a second small call, on every rank)
+// to throw the same DistributedError listing what each rank passed. No rank
+// starts the data collective, so none is left waiting for a peer that
+// already gave up, and the group stays usable (the sequence numbers still
+// agree). The header exchange is always the same call, so it matches across
+// ranks even when they disagree on the collective itself. Cost: latency, no
+// bandwidth (perf/RESULTS.md, "Distributed, third pass").
 //
 // Note [Time-outs]
-// MPI has no time-out for a collective a peer never joins. So every MPI call
-// here is non-blocking (MPI_Iallgather, MPI_Iallreduce, MPI_Ibcast,
-// MPI_Ibarrier) and polled with MPI_Test until the collective's deadline
-// (NDGC_DIST_TIMEOUT from its start). MPI_Test also drives MPI's progress.
-// A collective request cannot be cancelled, so after a time-out MPI may still
-// write into its buffers: the request and StorageRefs to every buffer it
-// touches are parked until exit (the memory stays allocated and accounted),
-// and the group is broken: this rank is out of step with the others, so any
-// later collective throws at once. At exit a broken group is not freed (its
-// requests are still pending) and MPI_Finalize is left to mpirun's clean-up.
+// MPI has no time-out for a collective a peer never joins. So the header
+// exchange is non-blocking (MPI_Iallreduce, MPI_Iallgather) and polled with
+// MPI_Test until the collective's deadline (NDGC_DIST_TIMEOUT from its
+// start); MPI_Test also drives MPI's progress. That is where a rank that
+// crashed, hangs, or skipped the collective shows up: it never sends its
+// header. A collective request cannot be cancelled, so after a time-out MPI
+// may still write into its buffers: the request and StorageRefs to every
+// buffer it touches are parked until exit (the memory stays allocated and
+// accounted), and the group is broken: this rank is out of step with the
+// others, so any later collective throws at once. At exit a broken group is
+// not freed (its requests are still pending) and MPI_Finalize is left to
+// mpirun's clean-up. What the deadline does not cover: the payload of the
+// blocking collectives, see Note [Blocking payload] in process_group.cpp.
 //
 // Thread-safety: every member is used under `mu`, but for the atomic
 // time-out and broken flag, which ProcessGroup reads without it.

@@ -2,10 +2,12 @@
 // (host arrays) or NCCL (GPU arrays, NDGC_HAVE_NCCL).
 //
 // Each collective: validate locally, agree on the header with every rank
-// (Note [Header check]), stage the array into a contiguous buffer if it is a
-// view (Note [Staging views]), start the non-blocking MPI call, poll it to
-// the deadline (Note [Time-outs]), write back. Thread-safety: one collective
-// at a time per process, under the communicator's mutex.
+// (Note [Header check], polled to the deadline: Note [Time-outs]), stage the
+// array into a contiguous buffer if it is a view (Note [Staging views]),
+// move the data with MPI's blocking collective in chunks (Note [Blocking
+// payload]; all_reduce_async: the non-blocking one, polled), write back.
+// Thread-safety: one collective at a time per process, under the
+// communicator's mutex. Key number: payload chunks of 16 MiB.
 #include <exception>
 #include <limits>
 #include <optional>
@@ -43,8 +45,36 @@ const char* to_string(ReduceOp op) noexcept {
 namespace detail {
 namespace {
 
-// MPI counts are int: larger arrays go in chunks of this many elements.
-constexpr std::int64_t kMaxChunk = std::int64_t(1) << 30;
+// Note [Blocking payload]
+// Once the header exchange has succeeded, every rank is inside the same
+// collective with the same dtype, count, op and root: the rendezvous is
+// over, and what remains is moving bytes. That part goes through MPI's
+// blocking collectives (MPI_Allreduce, MPI_Bcast, MPI_Allgather), whose
+// algorithms OpenMPI's tuned component picks by message size; the
+// non-blocking ones (libnbc), polled, reached only 0.56-0.77 of the
+// blocking MPI_Allreduce's bandwidth at 1-256 MiB (perf/RESULTS.md). The
+// payload goes in chunks of kPayloadChunkBytes: OpenMPI's all-reduce takes a
+// scratch buffer as large as the message on every call, and above glibc's
+// 32 MiB mmap ceiling that is fresh, page-faulting memory each time (256
+// MiB in one MPI_Allreduce: ~0.8 s; in 16 MiB pieces: ~0.05 s on the
+// development machine). Chunks are elementwise slices, so the result is the
+// same bits on every rank.
+// What the deadline covers then: a rank that crashes, hangs or skips the
+// collective before it, or passes other arguments (the header exchange, to
+// NDGC_DIST_TIMEOUT, as before). What it does not: a peer that dies or
+// stops during the transfer itself. A dead peer ends the job (mpirun
+// aborts every rank when one exits abnormally), and an MPI error code
+// becomes a DistributedError that breaks the group; a peer that is alive
+// but stopped (a debugger, SIGSTOP) in the middle of the transfer is waited
+// for. all_reduce_async keeps the non-blocking MPI_Iallreduce polled to the
+// deadline: its Works may be waited in any order, and its point is to
+// return before the data has moved.
+constexpr std::size_t kPayloadChunkBytes = std::size_t(16) << 20;
+
+// Elements per payload chunk for a dtype (MPI counts are int: always fits).
+std::int64_t chunk_elements(DataType dtype) noexcept {
+  return std::int64_t(kPayloadChunkBytes / size_of(dtype));
+}
 
 MPI_Op mpi_op(ReduceOp op, DataType dtype) noexcept {
   if (dtype == DataType::boolean) return op == ReduceOp::min ? MPI_LAND : MPI_LOR;
@@ -99,6 +129,14 @@ Header header_of(Collective c, const ndgc::detail::ArrayImpl& a, std::int64_t ar
   h.shape = a.shape;
   h.argument = argument;
   return h;
+}
+
+// An MPI error inside a blocking payload: some ranks may have finished the
+// collective and others not, so the group is out of step (broken).
+void check_payload(Communicator& mpi, int rc, const Header& h, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  mpi.mark_broken(fmt::format("{} (call {}) failed in {}", name_of(h.collective), h.sequence, call));
+  mpi.check(rc, h, call);
 }
 
 void divide_for_mean(const Staged& s, int size) {
@@ -194,6 +232,26 @@ void capture(Local& local, F&& f) {
   }
 }
 
+// The local checks and the header exchange of an all_reduce (both forms),
+// under the communicator's mutex. Fills in `h`.
+Staged agree_on_all_reduce(detail::Communicator& mpi, NDArray& a, ReduceOp op, Header& h,
+                           Clock::time_point deadline) {
+  Local local;
+  h.collective = Collective::all_reduce;
+  capture(local, [&] {
+    Pinned p(a, "all_reduce");
+    check_gpu_supported(*p, "all_reduce");
+    ops::check_writable("all_reduce", *p);
+    if (p->dtype == DataType::boolean && op == ReduceOp::mean)
+      throw DTypeMismatch(fmt::format("all_reduce: {} is boolean, which has no mean (sum and max are or, min is and)",
+                                      ops::describe(*p)));
+    h = detail::header_of(Collective::all_reduce, *p, std::int64_t(op));
+    local.staged.emplace(a, "all_reduce");
+  });
+  agree_or_throw(mpi, h, local, deadline);
+  return std::move(*local.staged);
+}
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(std::shared_ptr<GroupState> state) noexcept : state_(std::move(state)) {}
@@ -218,26 +276,13 @@ Work ProcessGroup::all_reduce_async(NDArray& a, ReduceOp op) {
   std::unique_lock lock(mpi.mu);
   mpi.check_usable("all_reduce");
   const Clock::time_point deadline = mpi.deadline();
-  Local local;
   Header h;
-  h.collective = Collective::all_reduce;
-  capture(local, [&] {
-    Pinned p(a, "all_reduce");
-    check_gpu_supported(*p, "all_reduce");
-    ops::check_writable("all_reduce", *p);
-    if (p->dtype == DataType::boolean && op == ReduceOp::mean)
-      throw DTypeMismatch(fmt::format("all_reduce: {} is boolean, which has no mean (sum and max are or, min is and)",
-                                      ops::describe(*p)));
-    h = detail::header_of(Collective::all_reduce, *p, std::int64_t(op));
-    local.staged.emplace(a, "all_reduce");
-  });
-  agree_or_throw(mpi, h, local, deadline);
+  Staged s = agree_on_all_reduce(mpi, a, op, h, deadline);
   auto pending = std::make_unique<detail::PendingReduce>();
   pending->group = state_;
   pending->header = h;
   pending->op = op;
   pending->deadline = deadline;
-  Staged& s = *local.staged;
 #if NDGC_HAVE_NCCL
   if (!h.device.is_cpu()) {  // finished here: the Work only divides and writes back
     nccl_for(*state_, h, deadline).all_reduce(s.data, s.count(), h.dtype, op, h, deadline);
@@ -248,8 +293,9 @@ Work ProcessGroup::all_reduce_async(NDArray& a, ReduceOp op) {
   const MPI_Datatype type = detail::mpi_type(h.dtype);
   const MPI_Op mop = detail::mpi_op(op, h.dtype);
   const std::size_t elem = size_of(h.dtype);
-  for (std::int64_t begin = 0; begin < s.count(); begin += detail::kMaxChunk) {
-    const int n = int(std::min(detail::kMaxChunk, s.count() - begin));
+  const std::int64_t chunk = detail::chunk_elements(h.dtype);
+  for (std::int64_t begin = 0; begin < s.count(); begin += chunk) {
+    const int n = int(std::min(chunk, s.count() - begin));
     MPI_Request r = MPI_REQUEST_NULL;
     mpi.check(MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(s.data) + std::size_t(begin) * elem, n, type, mop,
                              mpi.comm(), &r),
@@ -260,7 +306,34 @@ Work ProcessGroup::all_reduce_async(NDArray& a, ReduceOp op) {
   return Work(std::move(pending));
 }
 
-void ProcessGroup::all_reduce(NDArray& a, ReduceOp op) { all_reduce_async(a, op).wait(); }
+void ProcessGroup::all_reduce(NDArray& a, ReduceOp op) {
+  ndgc::detail::enter();
+  detail::Communicator& mpi = state_->mpi;
+  std::lock_guard lock(mpi.mu);
+  mpi.check_usable("all_reduce");
+  const Clock::time_point deadline = mpi.deadline();
+  Header h;
+  Staged s = agree_on_all_reduce(mpi, a, op, h, deadline);
+#if NDGC_HAVE_NCCL
+  if (!h.device.is_cpu()) {
+    nccl_for(*state_, h, deadline).all_reduce(s.data, s.count(), h.dtype, op, h, deadline);
+  } else
+#endif
+  {
+    // See Note [Blocking payload].
+    const MPI_Datatype type = detail::mpi_type(h.dtype);
+    const MPI_Op mop = detail::mpi_op(op, h.dtype);
+    const std::size_t elem = size_of(h.dtype);
+    const std::int64_t chunk = detail::chunk_elements(h.dtype);
+    for (std::int64_t begin = 0; begin < s.count(); begin += chunk)
+      detail::check_payload(mpi,
+                            MPI_Allreduce(MPI_IN_PLACE, static_cast<char*>(s.data) + std::size_t(begin) * elem,
+                                          int(std::min(chunk, s.count() - begin)), type, mop, mpi.comm()),
+                            h, "MPI_Allreduce");
+  }
+  if (op == ReduceOp::mean) detail::divide_for_mean(s, mpi.size());
+  s.write_back();
+}
 
 void ProcessGroup::broadcast(NDArray& a, int root) {
   ndgc::detail::enter();
@@ -289,17 +362,15 @@ void ProcessGroup::broadcast(NDArray& a, int root) {
     return;
   }
 #endif
-  std::vector<MPI_Request> requests;
+  // See Note [Blocking payload].
   const std::size_t elem = size_of(h.dtype);
-  for (std::int64_t begin = 0; begin < s.count(); begin += detail::kMaxChunk) {
-    MPI_Request r = MPI_REQUEST_NULL;
-    mpi.check(MPI_Ibcast(static_cast<char*>(s.data) + std::size_t(begin) * elem,
-                         int(std::min(detail::kMaxChunk, s.count() - begin)), detail::mpi_type(h.dtype), root,
-                         mpi.comm(), &r),
-              h, "MPI_Ibcast");
-    requests.push_back(r);
-  }
-  mpi.wait_all(requests, h, deadline, {detail::keep_alive(s.buffer)});
+  const std::int64_t chunk = detail::chunk_elements(h.dtype);
+  for (std::int64_t begin = 0; begin < s.count(); begin += chunk)
+    detail::check_payload(mpi,
+                          MPI_Bcast(static_cast<char*>(s.data) + std::size_t(begin) * elem,
+                                    int(std::min(chunk, s.count() - begin)), detail::mpi_type(h.dtype), root,
+                                    mpi.comm()),
+                          h, "MPI_Bcast");
   s.write_back();
 }
 
@@ -334,11 +405,13 @@ NDArray ProcessGroup::all_gather(const NDArray& a, Site site) {
     return ops::publish_like(std::move(out), *s.pin, "all_gather");
   }
 #endif
-  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+  // See Note [Blocking payload]: one call (rank r's rows land at r * count,
+  // so chunks would need a derived datatype; all_gather is not on the
+  // bandwidth path).
   const MPI_Datatype type = detail::mpi_type(h.dtype);
-  mpi.check(MPI_Iallgather(s.data, int(s.count()), type, out->data(), int(s.count()), type, mpi.comm(), requests.data()),
-            h, "MPI_Iallgather");
-  mpi.wait_all(requests, h, deadline, {detail::keep_alive(s.buffer), detail::keep_alive(out->storage)});
+  detail::check_payload(
+      mpi, MPI_Allgather(s.data, int(s.count()), type, out->data(), int(s.count()), type, mpi.comm()), h,
+      "MPI_Allgather");
   return ops::publish_like(std::move(out), *s.pin, "all_gather");
 }
 

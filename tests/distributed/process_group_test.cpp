@@ -228,6 +228,62 @@ TEST_CASE("a rank's invalid arguments: its own error there, DistributedError nam
   pg.barrier();
 }
 
+TEST_CASE("the same element count in another shape is a mismatch, caught before the payload moves") {
+  auto pg = test::group();
+  if (pg.size() < 2) {
+    MESSAGE("skipped: needs two ranks");
+    return;
+  }
+  // (2, 6) and (3, 4): 12 elements each, so MPI alone would reduce them.
+  NDManager m = NDManager::new_base_manager("t");
+  NDArray a = pg.rank() == 0 ? m.ones({2, 6}) : m.ones({3, 4});
+  CHECK_THROWS_WITH_AS(pg.all_reduce(a, ReduceOp::sum), doctest::Contains("rank 1 called all_reduce"),
+                       DistributedError);
+  CHECK(a.sum().item<float>() == 12.0f);  // untouched
+  CHECK_FALSE(pg.broken());
+}
+
+TEST_CASE("arrays over one 16 MiB payload chunk: all_reduce, its async form and broadcast cover every element") {
+  auto pg = test::group();
+  NDManager m = NDManager::new_base_manager("t");
+  const std::int64_t n = (std::int64_t(16) << 20) / 4 + 3;  // float32: two chunks, the second of 3 elements
+  NDArray a = m.full({n}, double(pg.rank() + 1));
+  pg.all_reduce(a, ReduceOp::mean);
+  const float mean = float(pg.size() + 1) / 2;
+  CHECK(a.min().item<float>() == mean);
+  CHECK(a.max().item<float>() == mean);
+  NDArray b = m.full({n}, double(pg.rank() + 1));
+  pg.all_reduce_async(b, ReduceOp::max).wait();
+  CHECK(b.min().item<float>() == float(pg.size()));
+  NDArray c = m.full({n}, double(pg.rank() + 5));
+  pg.broadcast(c, pg.size() - 1);
+  CHECK(c.min().item<float>() == float(pg.size() + 4));
+  CHECK(c.max().item<float>() == float(pg.size() + 4));
+}
+
+TEST_CASE("a mismatch on a large array is caught the same way") {
+  auto pg = test::group();
+  if (pg.size() < 2) {
+    MESSAGE("skipped: needs two ranks");
+    return;
+  }
+  NDManager m = NDManager::new_base_manager("t");
+  const std::int64_t n = (std::int64_t(16) << 20) / 4 + pg.rank();
+  NDArray a = m.zeros({n});
+  std::string message;
+  try {
+    pg.all_reduce(a, ReduceOp::sum);
+  } catch (const DistributedError& e) {
+    message = e.what();
+  }
+  CAPTURE(message);
+  CHECK(message.find("on rank " + std::to_string(pg.rank()) + " of 2") != std::string::npos);
+  CHECK(message.find("(4194304,)") != std::string::npos);
+  CHECK(message.find("(4194305,)") != std::string::npos);
+  CHECK_FALSE(pg.broken());
+  pg.barrier();
+}
+
 TEST_CASE("all_reduce_async: several in flight, waited in any order") {
   auto pg = test::group();
   NDManager m = NDManager::new_base_manager("t");
