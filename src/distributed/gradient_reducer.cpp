@@ -32,8 +32,14 @@
 // bucket order, before the optimizer step. Packing reads the same final
 // gradients either way, so overlap changes when the bits travel, not which
 // bits: the result is identical to the reduction after backward (tested).
-// Each start exchanges the collective's header first (Note [Time-outs] in
-// communicator.hpp), a short synchronisation per bucket.
+// Each start exchanges the collective's header first (Note [Header check] in
+// communicator.hpp: one small all-reduce), a short synchronisation per
+// bucket. The last bucket of a step to become ready (the only one for a
+// model under one bucket) has nothing left to overlap with: it is packed
+// and reduced in reduce_gradients with the blocking all_reduce (MPI's tuned
+// algorithms, Note [Blocking payload] in process_group.cpp), after every
+// other bucket has started, so the order of collectives is the same on
+// every rank; then the others are waited for.
 // Every rank adds the same numbers in the same MPI reduction, so all ranks
 // get the same bits (MPI's tuned and libnbc all-reduces compute each element
 // once and distribute it, or add in rank order on every rank), and the
@@ -91,21 +97,31 @@ class BucketedReducer final : public training::GradientReducer {
   void gradient_ready(std::size_t index) override {
     if (!begun_ || index >= bucket_of_.size()) return;
     const std::size_t k = bucket_of_[index];
-    if (--waiting_[k] == 0) launch(k);
+    // The last bucket waits for reduce_gradients (Note [Gradient buckets]).
+    if (--waiting_[k] == 0 && unlaunched_ > 1) launch(k);
   }
 
   void reduce_gradients(const NDList& parameters, std::int64_t rows) override {
-    if (!begun_) {
-      start(parameters, rows);
-      for (std::size_t k = 0; k < buckets_.size(); ++k) launch(k);
-    } else {
-      for (std::size_t k = 0; k < buckets_.size(); ++k)  // backward reports every parameter; a guard
-        if (!launched_[k]) launch(k);
-    }
+    if (!begun_) start(parameters, rows);
     begun_ = false;
+    // Every bucket not started yet (all of them without overlap; the last
+    // one to become ready with it): all but the last asynchronously, in
+    // bucket order, the last one blocking. See Note [Gradient buckets].
+    std::optional<std::size_t> last;
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      if (launched_[k]) continue;
+      if (last) launch(*last);
+      last = k;
+    }
+    if (last) {
+      launched_[*last] = true;
+      --unlaunched_;
+      pack(buckets_[*last], gradients_, rows_);
+      group_.all_reduce(buckets_[*last].buffer, ReduceOp::sum);
+    }
     double total = 0;
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
-      works_[k].wait();
+      if (works_[k].pending()) works_[k].wait();
       if (buckets_[k].carries_rows) total = last_element(buckets_[k].buffer);
       unpack(buckets_[k], gradients_, total);
     }
@@ -130,12 +146,14 @@ class BucketedReducer final : public training::GradientReducer {
     works_.resize(buckets_.size());
     for (Work& w : works_) w = Work();
     launched_.assign(buckets_.size(), false);
+    unlaunched_ = buckets_.size();
     waiting_.assign(buckets_.size(), 0);
     for (std::size_t i = 0; i < bucket_of_.size(); ++i) ++waiting_[bucket_of_[i]];
   }
 
   void launch(std::size_t k) {
     launched_[k] = true;
+    --unlaunched_;
     pack(buckets_[k], gradients_, rows_);
     works_[k] = group_.all_reduce_async(buckets_[k].buffer, ReduceOp::sum);
   }
@@ -237,6 +255,7 @@ class BucketedReducer final : public training::GradientReducer {
   std::vector<NDArray> gradients_;
   std::vector<Work> works_;
   std::vector<bool> launched_;
+  std::size_t unlaunched_ = 0;  // buckets not started this step
   std::vector<std::size_t> waiting_;  // members not yet ready, per bucket
   std::int64_t rows_ = 0;
   bool begun_ = false;
