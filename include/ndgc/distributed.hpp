@@ -40,13 +40,19 @@
 // the NCCL unique id is exchanged over MPI. Otherwise a GPU array is a
 // DistributedError saying so.
 //
-// Time-outs. No rank waits forever: each collective polls its non-blocking
-// MPI request against a deadline, NDGC_DIST_TIMEOUT seconds (default 600)
-// or set_timeout(). A time-out throws DistributedError and breaks the group:
+// Time-outs. No rank waits forever for a peer that does not arrive: each
+// collective first exchanges a small header (non-blocking, polled against a
+// deadline, NDGC_DIST_TIMEOUT seconds (default 600) or set_timeout()), which
+// is where a crashed, hung or absent rank or mismatched arguments show up.
+// Once every rank has agreed, the data moves with MPI's blocking
+// collectives (all_reduce_async: non-blocking, polled to the same deadline);
+// a peer that dies during that transfer ends the job through mpirun rather
+// than a time-out. A time-out throws DistributedError and breaks the group:
 // the other ranks can no longer be in step with this one, so every later
 // collective on it throws at once (end the job; mpirun then stops the other
 // ranks). Buffers an unfinished request may still write into are kept alive
-// until the process exits. See Note [Time-outs] in src/distributed/communicator.hpp.
+// until the process exits. See Note [Time-outs] in src/distributed/communicator.hpp
+// and Note [Blocking payload] in src/distributed/process_group.cpp.
 //
 // Errors. Every failure is a DistributedError (ndgc/error.hpp) whose message
 // names this rank, the group size and the collective; MPI error codes are
