@@ -334,6 +334,11 @@ class NDArray {
 
 // Free-function forms.
 NDArray matmul(const NDArray& a, const NDArray& b, Site site = Site::current());
+// A fully connected layer's product: x.matmul(weight).add(bias), computed as
+// one op (the broadcast bias written first, the product accumulated onto it)
+// when x and weight are matrices and bias is [units]; other shapes compose
+// the two ops. Same result, errors and gradients as the composition.
+NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Site site = Site::current());
 // Elements of `x` where `condition` (boolean) is true, of `y` elsewhere; broadcasting.
 NDArray where(const NDArray& condition, const NDArray& x, const NDArray& y,
               Site site = Site::current());

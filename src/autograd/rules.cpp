@@ -317,6 +317,16 @@ void matmul_rule(Rule& r) {
   }
 }
 
+// x × W + b (Note [Fused linear]): the bias's gradient is g summed over
+// the rows, taken from g's view before matmul's rule uses g for x and W.
+void linear_rule(Rule& r) {
+  if (r.needs(2)) {
+    Pinned pb = r.input(2);
+    r.out[2] = reduce_to(r.g.view(), pb->shape, r.device());
+  }
+  matmul_rule(r);
+}
+
 void permute_rule(Rule& r) {
   Pinned px = r.input(0);
   const std::vector<int>& perm = r.node.op.perm;
@@ -472,6 +482,7 @@ void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
     case OpKind::where: where_rule(r); break;
     case OpKind::to_type: to_type_rule(r); break;
     case OpKind::copy: out[0] = std::move(r.g); break;
+    case OpKind::linear: linear_rule(r); break;
   }
 }
 

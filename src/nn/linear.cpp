@@ -2,7 +2,8 @@
 //
 // The weight is stored [in, units] so that forward is x.matmul(w) with no
 // transpose: x comes first, so the result joins the batch's manager, and the
-// GEMM reads both operands row-major. Weights default to Xavier uniform,
+// GEMM reads both operands row-major. With a bias, forward is one fused op
+// (ndgc::linear, Note [Fused linear]). Weights default to Xavier uniform,
 // biases to zeros.
 // Thread-safety: forward() is safe on several threads once initialized.
 #include <fmt/format.h>
@@ -27,9 +28,8 @@ void Linear::initialize_self(const ManagerRef& manager, const Shape& input_shape
 }
 
 NDList Linear::forward(const NDList& inputs) {
-  NDArray y = inputs.head().matmul(weight_->array());
-  if (bias_) y = y.add(bias_->array());
-  return NDList{std::move(y)};
+  if (bias_) return NDList{linear(inputs.head(), weight_->array(), bias_->array())};
+  return NDList{inputs.head().matmul(weight_->array())};
 }
 
 Shape Linear::output_shape(const Shape& input_shape) const {

@@ -87,4 +87,40 @@ NDArray matmul(const NDArray& x, const NDArray& y, Site site) {
 
 NDArray NDArray::matmul(const NDArray& other, Site site) const { return ndgc::matmul(*this, other, site); }
 
+// Note [Fused linear]: a Linear layer's x × W + b as one op. The bias is
+// broadcast into the output first and the engine accumulates the product
+// onto it (matmul_add, out += x × W), so the bias costs one write pass over
+// the output instead of a read-add-write pass, and the step records one
+// tape node and one output array instead of two. Anything the fused path
+// does not serve (vectors, batch axes, a bias of another shape, an engine
+// without matmul_add for these views) is the composition itself, so the
+// errors and results are matmul's and add's.
+NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Site site) {
+  detail::enter();
+  {
+    Pinned a(x, "linear"), w(weight, "linear"), b(bias, "linear");
+    const bool fusable = a->shape.rank() == 2 && w->shape.rank() == 2 && b->shape.rank() == 1 &&
+                         a->shape[1] == w->shape[0] && b->shape[0] == w->shape[1] && a->dtype == w->dtype &&
+                         a->dtype == b->dtype && is_floating(a->dtype) && a->device == w->device &&
+                         a->device == b->device;
+    if (fusable) {
+      const Shape shape{a->shape[0], w->shape[1]};
+      auto out = new_output(shape, a->dtype, a->device, site, "linear");
+      const TensorView o = view_of(*out);
+      TensorView bias_rows = view_of(*b);  // [n] as [m, n], stride 0 down the rows
+      bias_rows.rank = 2;
+      bias_rows.shape[1] = bias_rows.shape[0], bias_rows.strides[1] = bias_rows.strides[0];
+      bias_rows.shape[0] = shape[0], bias_rows.strides[0] = 0;
+      Engine& e = engine(a->device);
+      e.copy(bias_rows, o);
+      if (e.matmul_add(view_of(*a), view_of(*w), o)) {
+        NDArray result = publish_like(std::move(out), *a, "linear");
+        record({.kind = OpKind::linear}, {x, weight, bias}, result);
+        return result;
+      }
+    }
+  }
+  return matmul(x, weight, site).add(bias, site);
+}
+
 }  // namespace ndgc

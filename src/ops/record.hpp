@@ -36,6 +36,7 @@ enum class OpKind : std::uint8_t {
   where,          // inputs: condition, x, y
   to_type,        // dtype
   copy,           // dup / contiguous copy
+  linear,         // inputs: x [m, k], weight [k, n], bias [n]; out = x × weight + bias
 };
 
 struct OpRecord {

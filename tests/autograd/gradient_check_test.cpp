@@ -193,6 +193,18 @@ TEST_CASE("gradcheck: matmul") {
   check({{3, 2}, {4, 3}}, [](const Inputs& x) { return x[0].transpose().matmul(x[1].transpose()); });
 }
 
+TEST_CASE("gradcheck: linear, fused and composed") {
+  // Fused: x and the weight matrices, bias [units] (Note [Fused linear]).
+  check({{5, 3}, {3, 4}, {4}}, [](const Inputs& x) { return linear(x[0], x[1], x[2]); });
+  // Fused over strided operands: a transposed input and weight.
+  check({{3, 5}, {4, 3}, {4}},
+        [](const Inputs& x) { return linear(x[0].transpose(), x[1].transpose(), x[2]); });
+  // Composed: a batch axis, a vector input, a [1, units] bias.
+  check({{2, 5, 3}, {3, 4}, {4}}, [](const Inputs& x) { return linear(x[0], x[1], x[2]); });
+  check({{3}, {3, 4}, {4}}, [](const Inputs& x) { return linear(x[0], x[1], x[2]); });
+  check({{5, 3}, {3, 4}, {1, 4}}, [](const Inputs& x) { return linear(x[0], x[1], x[2]); });
+}
+
 TEST_CASE("gradcheck: views") {
   const Shape s{2, 3, 4};
   check({s}, [](const Inputs& x) { return x[0].reshape({6, 4}); });
