@@ -339,6 +339,12 @@ NDArray matmul(const NDArray& a, const NDArray& b, Site site = Site::current());
 // when x and weight are matrices and bias is [units]; other shapes compose
 // the two ops. Same result, errors and gradients as the composition.
 NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Site site = Site::current());
+// A classifier's loss: the mean over rows of -log softmax(logits)[label],
+// logits [..., classes], labels one class index per row (any numeric dtype).
+// One fused kernel forward and one backward where the engine has them;
+// otherwise log_softmax, one_hot, mul, sum and mul. A label outside
+// [0, classes) is InvalidArgument naming it.
+NDArray sparse_softmax_cross_entropy(const NDArray& logits, const NDArray& labels, Site site = Site::current());
 // Elements of `x` where `condition` (boolean) is true, of `y` elsewhere; broadcasting.
 NDArray where(const NDArray& condition, const NDArray& x, const NDArray& y,
               Site site = Site::current());

@@ -327,6 +327,28 @@ void linear_rule(Rule& r) {
   matmul_rule(r);
 }
 
+// Note [Fused cross-entropy]: g / rows * (softmax(logits) - one_hot(labels))
+// into the logits; labels get no gradient. An engine with the forward kernel
+// but not the backward one gets the same composed from softmax and one_hot.
+void sparse_cross_entropy_rule(Rule& r) {
+  if (!r.needs(0)) return;
+  Pinned px = r.input(0), pl = r.input(1);
+  const std::int64_t classes = px->shape[px->shape.rank() - 1], rows = px->shape.size() / classes;
+  const TensorView x = ops::as_rows(view(px), rows, classes), labels = ops::as_rows(view(pl), rows, 0);
+  Scratch t(px->shape, px->dtype, r.device());
+  const TensorView t_rows = ops::as_rows(t.view(), rows, classes);
+  if (!t.engine().sparse_softmax_cross_entropy_backward(x, labels, r.g.view(), t_rows)) {
+    t.engine().softmax(x, 1, false, t_rows);
+    Scratch hot(Shape{rows, classes}, px->dtype, r.device());
+    t.engine().one_hot(labels, classes, hot.view());
+    hot.reshape(px->shape);
+    binary_into(Binary::sub, t, hot.view());
+    scalar_into(Binary::mul, t, 1.0 / double(rows));
+    binary_into(Binary::mul, t, r.g.view());
+  }
+  r.out[0] = std::move(t);
+}
+
 void permute_rule(Rule& r) {
   Pinned px = r.input(0);
   const std::vector<int>& perm = r.node.op.perm;
@@ -483,6 +505,7 @@ void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
     case OpKind::to_type: to_type_rule(r); break;
     case OpKind::copy: out[0] = std::move(r.g); break;
     case OpKind::linear: linear_rule(r); break;
+    case OpKind::sparse_softmax_cross_entropy: sparse_cross_entropy_rule(r); break;
   }
 }
 

@@ -1,8 +1,10 @@
-// Losses: cross entropy (fused log_softmax + pick), L2 and L1.
+// Losses: cross entropy, L2 and L1.
 //
-// The pick of the label's log-probability is a product with the one-hot
-// labels (one_hot is not recorded: labels need no gradient), so the backward
-// pass sees log_softmax → mul → sum → mul, four small ops on [B, classes].
+// Sparse labels on logits go through ndgc::sparse_softmax_cross_entropy, one
+// fused kernel each way (Note [Fused cross-entropy]). Dense labels, and
+// predictions that are already log-probabilities, pick the label's
+// log-probability with a product (one_hot is not recorded: labels need no
+// gradient): log_softmax → mul → sum → mul.
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -27,15 +29,16 @@ NDArray SoftmaxCrossEntropyLoss::evaluate(const NDList& labels, const NDList& pr
   if (ps.rank() < 1) throw InvalidArgument("SoftmaxCrossEntropyLoss: the predictions need a class axis");
   const std::int64_t classes = ps[ps.rank() - 1];
   const std::int64_t rows = classes > 0 ? ps.size() / classes : 0;
+  if (sparse_ && label.shape().size() != rows)
+    throw ShapeMismatch(fmt::format(
+        "SoftmaxCrossEntropyLoss: {} labels for {} rows of predictions {}; sparse labels hold one class "
+        "index per row",
+        label.shape().size(), rows, ps.to_string()));
+  if (sparse_ && !from_log_) return sparse_softmax_cross_entropy(pred, label);
   NDArray logp = from_log_ ? pred : pred.log_softmax(-1);
   NDArray target;
   if (sparse_) {
     Shape ls = label.shape();
-    if (ls.size() != rows)
-      throw ShapeMismatch(fmt::format(
-          "SoftmaxCrossEntropyLoss: {} labels for {} rows of predictions {}; sparse labels hold one class "
-          "index per row",
-          ls.size(), rows, ps.to_string()));
     if (is_floating(label.dtype())) label = label.to_type(DataType::int64);
     Shape row_shape = ps;
     row_shape.erase(row_shape.rank() - 1);

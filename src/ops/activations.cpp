@@ -44,4 +44,52 @@ NDArray NDArray::one_hot(std::int64_t depth, DataType dtype, Site site) const {
   return publish_like(std::move(out), *a, "one_hot");
 }
 
+// Note [Fused cross-entropy]: the loss of a classifier, mean over rows of
+// -log softmax(logits)[label], is one kernel forward and one backward when
+// the logits are contiguous (a layer's fresh output always is): the forward
+// writes a scalar, and the backward recomputes each row's softmax from the
+// logits and subtracts the label's one, so the tape keeps only the two
+// inputs. The composition it replaces makes five arrays (log_softmax,
+// one_hot, their product, the sum, the scaled mean) and five tape nodes a
+// step. Other layouts, and engines without the kernels, compose exactly
+// those ops, so results agree within rounding and errors are the same
+// typed errors.
+NDArray sparse_softmax_cross_entropy(const NDArray& logits, const NDArray& labels, Site site) {
+  detail::enter();
+  const char* op = "sparse_softmax_cross_entropy";
+  std::int64_t rows = 0, classes = 0;
+  {
+    Pinned x(logits, op), l(labels, op);
+    check_floating(op, *x);
+    if (x->shape.rank() == 0)
+      throw InvalidArgument(fmt::format("{}: the logits {} need a class axis", op, describe(*x)));
+    check_same_device(op, *x, *l);
+    if (l->dtype == DataType::boolean)
+      throw DTypeMismatch(fmt::format("{}: labels {} must hold class indices", op, describe(*l)));
+    classes = x->shape[x->shape.rank() - 1];
+    rows = classes > 0 ? x->shape.size() / classes : 0;
+    if (l->shape.size() != rows)
+      throw ShapeMismatch(fmt::format("{}: {} labels for {} rows of logits {}; one class index per row", op,
+                                      l->shape.size(), rows, describe(*x)));
+    const TensorView xv = view_of(*x), lv = view_of(*l);
+    if (classes > 0 && xv.is_contiguous() && lv.is_contiguous()) {
+      auto out = new_output(Shape{}, x->dtype, x->device, site, op);
+      if (engine(x->device).sparse_softmax_cross_entropy(as_rows(xv, rows, classes), as_rows(lv, rows, 0),
+                                                         view_of(*out))) {
+        NDArray result = publish_like(std::move(out), *x, op);
+        record({.kind = OpKind::sparse_softmax_cross_entropy}, {logits, labels}, result);
+        return result;
+      }
+    }
+  }
+  NDArray label = is_floating(labels.dtype()) ? labels.to_type(DataType::int64, site) : labels;
+  Shape row_shape = logits.shape();
+  row_shape.erase(row_shape.rank() - 1);
+  if (!(label.shape() == row_shape)) label = label.reshape(row_shape, site);
+  return logits.log_softmax(-1, site)
+      .mul(label.one_hot(classes, logits.dtype(), site), site)
+      .sum(site)
+      .mul(rows > 0 ? -1.0 / double(rows) : 0.0, site);
+}
+
 }  // namespace ndgc

@@ -126,6 +126,24 @@ class Engine {
     return false;
   }
   virtual void softmax(const TensorView& in, int axis, bool log, const TensorView& out) = 0;
+  // Sparse softmax cross-entropy, fused (Note [Fused cross-entropy] in
+  // ops/activations.cpp). logits: contiguous [rows, classes], floating;
+  // labels: contiguous [rows], one class index per row (any numeric dtype,
+  // integral values); loss: a 0-d view of logits' dtype, written with the
+  // mean over rows of logsumexp(row) - row[label]. The backward writes
+  // grad [rows, classes] = g / rows * (softmax(row) - one_hot(label)), g a
+  // 0-d view of the upstream gradient. Both throw InvalidArgument naming
+  // the label, its row and the class count for a label outside
+  // [0, classes). Return false when the engine has no such kernel; the ops
+  // layer then composes log_softmax, one_hot, mul and sum.
+  virtual bool sparse_softmax_cross_entropy(const TensorView& /*logits*/, const TensorView& /*labels*/,
+                                            const TensorView& /*loss*/) {
+    return false;
+  }
+  virtual bool sparse_softmax_cross_entropy_backward(const TensorView& /*logits*/, const TensorView& /*labels*/,
+                                                     const TensorView& /*g*/, const TensorView& /*grad*/) {
+    return false;
+  }
   // out [..., depth], zero but for out[..., indices[...]] = 1. Throws InvalidArgument
   // for an index outside [0, depth).
   virtual void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) = 0;

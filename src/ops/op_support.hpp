@@ -28,6 +28,13 @@ using detail::Pinned;
 TensorView view_of(const ArrayImpl& a) noexcept;
 // `a` seen with shape `to` (a's shape must broadcast to it): stride 0 on new and stretched axes.
 TensorView broadcast_view(const ArrayImpl& a, const Shape& to) noexcept;
+// A contiguous view as a row-major rows × cols matrix (cols 0: a column).
+inline TensorView as_rows(TensorView v, std::int64_t rows, std::int64_t cols) noexcept {
+  v.rank = cols > 0 ? 2 : 1;
+  v.shape[0] = rows, v.strides[0] = cols > 0 ? cols : 1;
+  if (cols > 0) v.shape[1] = cols, v.strides[1] = 1;
+  return v;
+}
 
 // "'w' (3f2a..., (2, 3), float32, manager system/app)"
 std::string describe(const ArrayImpl& a);

@@ -37,6 +37,7 @@ enum class OpKind : std::uint8_t {
   to_type,        // dtype
   copy,           // dup / contiguous copy
   linear,         // inputs: x [m, k], weight [k, n], bias [n]; out = x × weight + bias
+  sparse_softmax_cross_entropy,  // inputs: logits [..., classes] (contiguous), labels (one per row)
 };
 
 struct OpRecord {

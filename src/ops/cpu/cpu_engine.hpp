@@ -34,6 +34,10 @@ class CpuEngine final : public Engine {
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
   bool matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) override;
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override;
+  bool sparse_softmax_cross_entropy(const TensorView& logits, const TensorView& labels,
+                                    const TensorView& loss) override;
+  bool sparse_softmax_cross_entropy_backward(const TensorView& logits, const TensorView& labels,
+                                             const TensorView& g, const TensorView& grad) override;
   void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) override;
   void to_host(const TensorView& in, const TensorView& host_out) override { copy(in, host_out); }
   void from_host(const TensorView& host_in, const TensorView& out) override { copy(host_in, out); }
