@@ -47,6 +47,7 @@
 #include "ndgc/ndarray.hpp"
 #include "ndgc/shape.hpp"
 #include "ndgc/uuid.hpp"
+#include "ndgc/workspace.hpp"
 
 namespace ndgc::debug {
 
@@ -111,11 +112,15 @@ struct ManagerInfo {
 struct Dump {
   bool detailed = false;
   ManagerInfo root;
+  // Every thread's workspaces, in the dump of the whole tree (empty in the
+  // dump of one manager: workspaces belong to threads, not managers).
+  std::vector<workspace::Info> workspaces;
 
   // One line per manager, children indented by two spaces:
   //   <path of the root, name below it> [<uuid>] <device>[ closed][ capped]: <n> arrays, <bytes>, <k> sub-managers
   // and in the detailed form, below each manager, one line per array:
   //   - <uuid>[ '<name>'] <shape> <dtype> <nbytes>[ (view)][ (borrowed)] at <file>:<line> handles=<n>[ (orphan)]
+  // then, when there are workspaces, the section workspaces_text() prints.
   std::string to_text() const;
   std::string to_json(int indent = -1) const;
   // Throws DataError naming the first thing that is wrong.
@@ -138,8 +143,13 @@ void dump(std::ostream& out, bool detailed = false, Format format = Format::text
 //   'STEP' thread 1 cpu() open cycle 12: capacity 1.2 MiB, used 800.0 KiB (peak 900.0 KiB),
 //   spilled 64.0 KiB, learned 1.2 MiB, 1200 storages, 0 reallocations
 std::string workspaces_text();
+// The same lines for a given list (a snapshot's or a dump's).
+std::string workspaces_text(const std::vector<workspace::Info>& workspaces);
 
 // ---- snapshot: every live array, cheaply --------------------------------------------
+
+// ArrayRecord::workspace of an array in ordinary memory.
+inline constexpr std::uint32_t kNoWorkspace = 0xffffffffu;
 
 struct ArrayRecord {
   Uuid uuid;
@@ -147,6 +157,11 @@ struct ArrayRecord {
   std::uint32_t site = 0;     // index into Snapshot::sites
   std::uint64_t bytes = 0;    // charged to its manager (0 for a view)
   std::uint32_t handles = 0;  // 0 = orphan
+  // Index into Snapshot::workspaces when its storage is in a workspace's
+  // arena (or spilled by one): the workspace, not the manager, decides when
+  // it is freed. kNoWorkspace otherwise.
+  std::uint32_t workspace = kNoWorkspace;
+  bool in_workspace() const noexcept { return workspace != kNoWorkspace; }
   friend bool operator==(const ArrayRecord&, const ArrayRecord&) = default;
 };
 
@@ -155,15 +170,22 @@ struct Snapshot {
   std::vector<std::string> managers;   // distinct manager paths
   std::vector<SiteInfo> sites;         // distinct (file, line) pairs
   std::vector<ArrayRecord> arrays;
+  std::vector<workspace::Info> workspaces;  // every thread's, when the walk ended
 
   const std::string& manager_of(const ArrayRecord& a) const { return managers.at(a.manager); }
   const SiteInfo& site_of(const ArrayRecord& a) const { return sites.at(a.site); }
+  // The workspace holding the array's storage, or null.
+  const workspace::Info* workspace_of(const ArrayRecord& a) const {
+    return a.in_workspace() ? &workspaces.at(a.workspace) : nullptr;
+  }
   std::uint64_t bytes() const noexcept;
   std::size_t orphan_count() const noexcept;
+  std::size_t workspace_array_count() const noexcept;  // arrays whose storage a workspace holds
 
-  // A header line, then one line per (manager path, site), most bytes first:
-  //   snapshot: <n> arrays, <bytes> (<exact> B), <k> orphans
-  //       <arrays>  <bytes>  <manager path>  <file>:<line>
+  // A header line, then one line per (manager path, site, workspace), most
+  // bytes first, then the workspaces (workspaces_text) when there are any:
+  //   snapshot: <n> arrays, <bytes> (<exact> B), <k> orphans[, <w> arrays in workspaces]
+  //       <arrays>  <bytes>  <manager path>  <file>:<line>[  in workspace '<name>']
   std::string to_text(std::size_t max_groups = kAllGroups) const;
   std::string to_json(int indent = -1) const;
   // Throws DataError naming the first thing that is wrong.
@@ -182,6 +204,12 @@ struct DiffGroup {
   SiteInfo site;
   std::uint64_t arrays_before = 0, arrays_after = 0;
   std::uint64_t bytes_before = 0, bytes_after = 0;
+  // The name of the workspace whose arena holds these arrays; empty for
+  // ordinary memory. Such arrays are freed when their workspace recycles or
+  // is destroyed, whatever their manager does: growth here is the workspace
+  // keeping them (a cycle not yet ended, end_of_buffer's ring, an arena that
+  // grew), not a manager leak.
+  std::string workspace;
   std::int64_t array_growth() const noexcept { return std::int64_t(arrays_after) - std::int64_t(arrays_before); }
   std::int64_t byte_growth() const noexcept { return std::int64_t(bytes_after) - std::int64_t(bytes_before); }
   friend bool operator==(const DiffGroup&, const DiffGroup&) = default;
@@ -203,19 +231,23 @@ struct Diff {
   std::int64_t byte_growth() const noexcept { return std::int64_t(after.bytes) - std::int64_t(before.bytes); }
   // The same diff with only the groups that grew (in arrays or bytes): a leak report.
   Diff growing() const;
+  // The same diff with only the groups in ordinary memory (what managers
+  // keep), or only those in workspaces. Totals stay those of the snapshots.
+  Diff outside_workspaces() const;
+  Diff in_workspaces() const;
 
   // A header line, then one line per group in order, signed:
   //   diff: <+n> arrays, <+bytes> (<+exact> B); before <n> arrays, <bytes>; after <n> arrays, <bytes>
-  //       <+arrays>  <+bytes>  <manager path>  <file>:<line>
+  //       <+arrays>  <+bytes>  <manager path>  <file>:<line>[  in workspace '<name>']
   std::string to_text(std::size_t max_groups = kAllGroups) const;
   std::string to_json(int indent = -1) const;
   static Diff from_json(std::string_view json);
   friend bool operator==(const Diff&, const Diff&) = default;
 };
 
-// Growth from `before` to `after`, grouped by (manager path, creation site).
-// Managers are matched by path, so a per-step "system/model/batch" counts as
-// one group across steps.
+// Growth from `before` to `after`, grouped by (manager path, creation site,
+// workspace name). Managers are matched by path and workspaces by name, so a
+// per-step "system/model/batch" counts as one group across steps.
 Diff diff(const Snapshot& before, const Snapshot& after);
 
 // ---- orphans: what auto-close would free -----------------------------------------------

@@ -43,6 +43,11 @@ struct Stats {
   // Every device:
   std::uint64_t alloc_retries = 0;  // allocations retried after freeing memory (the OOM ladder)
   std::uint64_t oom_count = 0;      // OutOfMemory thrown (or a device allocation refused for good)
+  // Workspaces on this device (ndgc/workspace.hpp), every thread's: their
+  // arenas are part of current_bytes; spilled bytes were ordinary memory.
+  std::uint64_t workspace_capacity_bytes = 0;  // arena bytes held
+  std::uint64_t workspace_used_bytes = 0;      // arena bytes holding arrays not yet recycled
+  std::uint64_t workspace_spilled_bytes = 0;   // total ever spilled to ordinary memory
 };
 
 // Each function throws DeviceMismatch for a device no engine registered an

@@ -82,6 +82,7 @@ struct Stats {
   std::uint64_t cycles = 0;         // cycles ended
   std::uint64_t allocations = 0;    // array storages taken while innermost (spills included)
   std::uint64_t reallocations = 0;  // times the arena was (re)allocated after the first
+  friend bool operator==(const Stats&, const Stats&) = default;
 };
 
 // An open workspace (RAII): leaving the scope ends the cycle. Move-only.
@@ -140,6 +141,7 @@ bool exists(const std::string& name);
 
 // Every workspace of every thread, for debug::dump and snapshots.
 struct Info {
+  std::uint64_t id = 0;       // unique in the process: debug::Snapshot's arrays name their workspace by it
   std::string name;
   std::uint64_t thread = 0;   // a small per-process thread number
   Device device;
@@ -147,6 +149,7 @@ struct Info {
   std::uint64_t cycle = 0;    // cycles begun
   std::uint64_t learned_size = 0;
   Stats stats;
+  friend bool operator==(const Info&, const Info&) = default;
 };
 std::vector<Info> list();
 

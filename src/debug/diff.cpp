@@ -1,4 +1,5 @@
-// diff(): growth between two snapshots, by (manager path, creation site).
+// diff(): growth between two snapshots, by (manager path, creation site,
+// workspace).
 //
 // Each snapshot is first folded by its own interned indices (integers, so
 // 100k records cost a hash of two numbers each); only the few resulting
@@ -22,27 +23,40 @@ struct Count {
   std::uint64_t arrays = 0, bytes = 0;
 };
 
-// (manager index, site index) → count.
-std::unordered_map<std::uint64_t, Count> fold(const Snapshot& s) {
-  std::unordered_map<std::uint64_t, Count> groups;
+struct FoldKey {
+  std::uint32_t manager, site, workspace;
+  friend bool operator==(const FoldKey&, const FoldKey&) = default;
+};
+struct FoldKeyHash {
+  std::size_t operator()(const FoldKey& k) const noexcept {
+    return std::hash<std::uint64_t>()((std::uint64_t(k.manager) << 32) | k.site) ^ (std::size_t(k.workspace) * 31);
+  }
+};
+
+// (manager index, site index, workspace index) → count.
+std::unordered_map<FoldKey, Count, FoldKeyHash> fold(const Snapshot& s) {
+  std::unordered_map<FoldKey, Count, FoldKeyHash> groups;
   for (const ArrayRecord& a : s.arrays) {
-    Count& c = groups[(std::uint64_t(a.manager) << 32) | a.site];
+    Count& c = groups[FoldKey{a.manager, a.site, a.workspace}];
     ++c.arrays;
     c.bytes += a.bytes;
   }
   return groups;
 }
 
-using GroupKey = std::tuple<std::string, std::string, std::uint32_t>;  // manager path, file, line
+// manager path, file, line, workspace name
+using GroupKey = std::tuple<std::string, std::string, std::uint32_t, std::string>;
 
 void merge(const Snapshot& s, bool after, std::map<GroupKey, DiffGroup>& out) {
   for (const auto& [key, count] : fold(s)) {
-    const std::string& manager = s.managers.at(std::size_t(key >> 32));
-    const SiteInfo& site = s.sites.at(std::size_t(key & 0xffffffffu));
-    DiffGroup& g = out[GroupKey(manager, site.file, site.line)];
+    const std::string& manager = s.managers.at(key.manager);
+    const SiteInfo& site = s.sites.at(key.site);
+    const std::string workspace = key.workspace == kNoWorkspace ? std::string() : s.workspaces.at(key.workspace).name;
+    DiffGroup& g = out[GroupKey(manager, site.file, site.line, workspace)];
     if (g.manager.empty()) {
       g.manager = manager;
       g.site = site;
+      g.workspace = workspace;
     }
     (after ? g.arrays_after : g.arrays_before) += count.arrays;
     (after ? g.bytes_after : g.bytes_before) += count.bytes;
@@ -64,16 +78,34 @@ Diff diff(const Snapshot& before, const Snapshot& after) {
   std::sort(d.groups.begin(), d.groups.end(), [](const DiffGroup& a, const DiffGroup& b) {
     if (a.byte_growth() != b.byte_growth()) return a.byte_growth() > b.byte_growth();
     if (a.array_growth() != b.array_growth()) return a.array_growth() > b.array_growth();
-    return std::tie(a.manager, a.site.file, a.site.line) < std::tie(b.manager, b.site.file, b.site.line);
+    return std::tie(a.manager, a.site.file, a.site.line, a.workspace) <
+           std::tie(b.manager, b.site.file, b.site.line, b.workspace);
   });
   return d;
 }
 
-Diff Diff::growing() const {
-  Diff d{before, after, {}};
-  for (const DiffGroup& g : groups)
-    if (g.array_growth() > 0 || g.byte_growth() > 0) d.groups.push_back(g);
+namespace {
+
+template <class Keep>
+Diff filtered(const Diff& from, Keep keep) {
+  Diff d{from.before, from.after, {}};
+  for (const DiffGroup& g : from.groups)
+    if (keep(g)) d.groups.push_back(g);
   return d;
+}
+
+}  // namespace
+
+Diff Diff::growing() const {
+  return filtered(*this, [](const DiffGroup& g) { return g.array_growth() > 0 || g.byte_growth() > 0; });
+}
+
+Diff Diff::outside_workspaces() const {
+  return filtered(*this, [](const DiffGroup& g) { return g.workspace.empty(); });
+}
+
+Diff Diff::in_workspaces() const {
+  return filtered(*this, [](const DiffGroup& g) { return !g.workspace.empty(); });
 }
 
 }  // namespace ndgc::debug

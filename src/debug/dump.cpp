@@ -98,8 +98,9 @@ std::string dump(const ManagerRef& manager, bool detailed, Format format) {
 }
 
 void dump(std::ostream& out, bool detailed, Format format) {
-  dump(NDManager::system(), out, detailed, format);
-  if (format == Format::text && !workspace::list().empty()) out << workspaces_text();
+  Dump d = inspect_as(NDManager::system(), detailed, "debug::dump");
+  d.workspaces = workspace::list();
+  write(d, out, format);
 }
 
 }  // namespace ndgc::debug

@@ -238,6 +238,50 @@ std::vector<std::string> read_strings(const In& in) {
   return out;
 }
 
+json workspaces_json(const std::vector<workspace::Info>& list) {
+  json out = json::array();
+  for (const workspace::Info& w : list) {
+    const workspace::Stats& s = w.stats;
+    out.push_back(json{{"id", w.id},
+                       {"name", w.name},
+                       {"thread", w.thread},
+                       {"device", w.device.to_string()},
+                       {"open", w.open},
+                       {"cycle", w.cycle},
+                       {"learned_size", w.learned_size},
+                       {"capacity", s.capacity},
+                       {"used", s.used},
+                       {"peak_used", s.peak_used},
+                       {"spilled_bytes", s.spilled_bytes},
+                       {"cycles", s.cycles},
+                       {"allocations", s.allocations},
+                       {"reallocations", s.reallocations}});
+  }
+  return out;
+}
+
+// Documents written before workspaces were reported have none.
+std::vector<workspace::Info> read_workspaces(const In& doc) {
+  std::vector<workspace::Info> out;
+  if (!doc.has("workspaces")) return out;
+  In list = doc["workspaces"];
+  for (std::size_t i = 0, n = list.size(); i < n; ++i) {
+    In w = list[i];
+    workspace::Info info;
+    info.id = w["id"].u64();
+    info.name = w["name"].str();
+    info.thread = w["thread"].u64();
+    info.device = w["device"].device();
+    info.open = w["open"].boolean();
+    info.cycle = w["cycle"].u64();
+    info.learned_size = w["learned_size"].u64();
+    info.stats = {w["capacity"].u64(), w["used"].u64(),   w["peak_used"].u64(),    w["spilled_bytes"].u64(),
+                  w["cycles"].u64(),   w["allocations"].u64(), w["reallocations"].u64()};
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 Diff::Totals read_totals(const In& in) { return {in["time_ms"].i64(), in["arrays"].u64(), in["bytes"].u64()}; }
 
 json totals_json(const Diff::Totals& t) { return json{{"time_ms", t.time_ms}, {"arrays", t.arrays}, {"bytes", t.bytes}}; }
@@ -250,6 +294,7 @@ std::string Dump::to_json(int indent) const {
   json j = header("ndgc.dump");
   j["detailed"] = detailed;
   j["root"] = manager_json(root, detailed);
+  j["workspaces"] = workspaces_json(workspaces);
   return text(j, indent);
 }
 
@@ -260,6 +305,7 @@ Dump Dump::from_json(std::string_view json_text) {
   Dump d;
   d.detailed = in["detailed"].boolean();
   d.root = read_manager(in["root"], d.detailed);
+  d.workspaces = read_workspaces(in);
   return d;
 }
 
@@ -279,9 +325,17 @@ std::string Snapshot::to_json(int indent) const {
   j["array_fields"] = kArrayFields;
   json records = json::array();
   records.get_ref<json::array_t&>().reserve(arrays.size());
-  for (const ArrayRecord& a : arrays)
+  // Most arrays live in ordinary memory: those in a workspace are listed
+  // apart, as [row, workspace index] pairs.
+  json in_workspaces = json::array();
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const ArrayRecord& a = arrays[i];
     records.push_back(json::array({a.uuid.to_string(), a.manager, a.site, a.bytes, a.handles}));
+    if (a.in_workspace()) in_workspaces.push_back(json::array({i, a.workspace}));
+  }
   j["arrays"] = std::move(records);
+  j["workspaces"] = workspaces_json(workspaces);
+  j["array_workspaces"] = std::move(in_workspaces);
   return text(j, indent);
 }
 
@@ -304,6 +358,16 @@ Snapshot Snapshot::from_json(std::string_view json_text) {
                                    a.column(2, names).index(s.sites.size(), "sites"), a.column(3, names).u64(),
                                    a.column(4, names).u32()});
   }
+  s.workspaces = read_workspaces(in);
+  if (in.has("array_workspaces")) {
+    In pairs = in["array_workspaces"];
+    static constexpr const char* kPair[] = {"row", "workspace"};
+    for (std::size_t i = 0, count = pairs.size(); i < count; ++i) {
+      In p = pairs[i];
+      std::uint32_t row = p.column(0, kPair).index(n, "arrays");
+      s.arrays[row].workspace = p.column(1, kPair).index(s.workspaces.size(), "workspaces");
+    }
+  }
   return s;
 }
 
@@ -324,7 +388,8 @@ std::string Diff::to_json(int indent) const {
                         {"bytes_before", g.bytes_before},
                         {"bytes_after", g.bytes_after},
                         {"arrays_growth", g.array_growth()},
-                        {"bytes_growth", g.byte_growth()}});
+                        {"bytes_growth", g.byte_growth()},
+                        {"workspace", g.workspace}});
   j["groups"] = std::move(list);
   return text(j, indent);
 }
@@ -340,7 +405,8 @@ Diff Diff::from_json(std::string_view json_text) {
   for (std::size_t i = 0, n = groups.size(); i < n; ++i) {
     In g = groups[i];
     d.groups.push_back(DiffGroup{g["manager"].str(), g["site"].site(), g["arrays_before"].u64(),
-                                 g["arrays_after"].u64(), g["bytes_before"].u64(), g["bytes_after"].u64()});
+                                 g["arrays_after"].u64(), g["bytes_before"].u64(), g["bytes_after"].u64(),
+                                 g.has("workspace") ? g["workspace"].str() : std::string()});
   }
   return d;
 }

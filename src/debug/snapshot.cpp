@@ -9,6 +9,12 @@
 // manager mutex is taken and no handle is made (Note [Handle counts]: a
 // snapshot must not resurrect an orphan).
 //
+// An array whose storage is a workspace lease is tagged with the lease's
+// workspace id (a plain field, alive while the array's storage holds the
+// lease) and, after the walk, matched against workspace::list(). An array
+// whose workspace was destroyed during the walk was closed by it: left out,
+// as any array closed during the walk may be.
+//
 // Manager paths and sites are interned: a record is 40 bytes with two
 // indices, and paths (string building under spin locks) are computed once
 // per manager, not once per array. Measured: ~10 ms for 100k arrays
@@ -26,6 +32,7 @@
 #include "core/manager_impl.hpp"
 #include "core/reclaim_queue.hpp"
 #include "core/registry.hpp"
+#include "memory/workspace.hpp"
 #include "ndgc/debug.hpp"
 
 namespace ndgc::debug {
@@ -92,6 +99,26 @@ std::vector<std::uint32_t> dedupe(std::vector<T>& items, Key key_of) {
   return remap;
 }
 
+// Lists the workspaces and points each record at its own; drops the records
+// of workspaces destroyed since (their arrays are closed).
+void tag_workspaces(Snapshot& snap, const std::vector<std::uint64_t>& ids) {
+  snap.workspaces = workspace::list();
+  if (std::all_of(ids.begin(), ids.end(), [](std::uint64_t id) { return id == 0; })) return;
+  std::unordered_map<std::uint64_t, std::uint32_t> index;
+  for (std::size_t i = 0; i < snap.workspaces.size(); ++i) index.emplace(snap.workspaces[i].id, std::uint32_t(i));
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < snap.arrays.size(); ++i) {
+    ArrayRecord r = snap.arrays[i];
+    if (ids[i] != 0) {
+      auto it = index.find(ids[i]);
+      if (it == index.end()) continue;
+      r.workspace = it->second;
+    }
+    snap.arrays[kept++] = r;
+  }
+  snap.arrays.resize(kept);
+}
+
 }  // namespace
 
 Snapshot snapshot() {
@@ -104,6 +131,8 @@ Snapshot snapshot() {
   snap.arrays.reserve(std::size_t(reg.open_arrays()) + 64);
   ManagerTable managers;
   SiteTable sites;
+  std::vector<std::uint64_t> workspace_ids;  // per record: its lease's workspace id, 0 for none
+  workspace_ids.reserve(snap.arrays.capacity());
 
   for (std::uint32_t slot = 0, n = reg.slot_count(); slot < n; ++slot) {
     detail::Entry& e = reg.entry(slot);
@@ -143,6 +172,8 @@ Snapshot snapshot() {
       const detail::Key* key = detail::reveal<detail::Key>(e.key.load(std::memory_order_acquire));
       snap.arrays.push_back(ArrayRecord{a.uuid, manager, sites.of(a.site), a.charged_bytes(),
                                         key ? key->strong.load(std::memory_order_relaxed) : 0});
+      const memory::Lease* lease = a.storage.get() ? a.storage->lease() : nullptr;
+      workspace_ids.push_back(lease ? lease->workspace_id : 0);
     }
     // Not yet owned: link_new publishes before it sets the owner; the array
     // is still being created, as if the walk had passed before it.
@@ -160,6 +191,7 @@ Snapshot snapshot() {
     r.manager = manager_map[r.manager];
     r.site = site_map[r.site];
   }
+  tag_workspaces(snap, workspace_ids);
   return snap;
 }
 
@@ -167,6 +199,11 @@ std::uint64_t Snapshot::bytes() const noexcept {
   std::uint64_t total = 0;
   for (const ArrayRecord& a : arrays) total += a.bytes;
   return total;
+}
+
+std::size_t Snapshot::workspace_array_count() const noexcept {
+  return std::size_t(
+      std::count_if(arrays.begin(), arrays.end(), [](const ArrayRecord& a) { return a.in_workspace(); }));
 }
 
 std::size_t Snapshot::orphan_count() const noexcept {

@@ -11,7 +11,8 @@
 #include <cstdlib>
 #include <string>
 #include <tuple>
-#include <unordered_map>
+#include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -31,6 +32,11 @@ std::string signed_human(std::int64_t bytes) {
 }
 
 std::string signed_count(std::int64_t n) { return n > 0 ? fmt::format("+{}", n) : fmt::format("{}", n); }
+
+// The column a group in a workspace ends with.
+std::string in_workspace(std::string_view name) {
+  return name.empty() ? std::string() : fmt::format("  in workspace '{}'", name);
+}
 
 void more_line(std::string& out, std::size_t shown, std::size_t total) {
   if (shown < total) out += fmt::format("  ... {} more groups\n", total - shown);
@@ -56,17 +62,19 @@ void manager_text(const ManagerInfo& m, bool detailed, int depth, std::string& o
 std::string Dump::to_text() const {
   std::string out;
   manager_text(root, detailed, 0, out);
+  if (!workspaces.empty()) out += workspaces_text(workspaces);
   return out;
 }
 
 std::string Snapshot::to_text(std::size_t max_groups) const {
   struct Group {
-    std::uint32_t manager, site;
+    std::uint32_t manager, site, workspace;
     std::uint64_t arrays = 0, bytes = 0;
   };
-  std::unordered_map<std::uint64_t, Group> by_key;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, Group> by_key;
   for (const ArrayRecord& a : arrays) {
-    Group& g = by_key.try_emplace((std::uint64_t(a.manager) << 32) | a.site, Group{a.manager, a.site}).first->second;
+    Group& g = by_key.try_emplace({a.manager, a.site, a.workspace}, Group{a.manager, a.site, a.workspace})
+                   .first->second;
     ++g.arrays;
     g.bytes += a.bytes;
   }
@@ -76,18 +84,25 @@ std::string Snapshot::to_text(std::size_t max_groups) const {
   std::sort(groups.begin(), groups.end(), [this](const Group& a, const Group& b) {
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     if (a.arrays != b.arrays) return a.arrays > b.arrays;
-    return std::tie(managers[a.manager], sites[a.site].file, sites[a.site].line) <
-           std::tie(managers[b.manager], sites[b.site].file, sites[b.site].line);
+    return std::tie(managers[a.manager], sites[a.site].file, sites[a.site].line, a.workspace) <
+           std::tie(managers[b.manager], sites[b.site].file, sites[b.site].line, b.workspace);
   });
   std::uint64_t total = this->bytes();
-  std::string out = fmt::format("snapshot: {} arrays, {} ({} B), {} orphans\n", arrays.size(), human(total), total,
+  std::string out = fmt::format("snapshot: {} arrays, {} ({} B), {} orphans", arrays.size(), human(total), total,
                                 orphan_count());
+  if (!workspaces.empty()) out += fmt::format(", {} arrays in workspaces", workspace_array_count());
+  out += "\n";
   if (groups.empty()) out += "  (no arrays)\n";
   std::size_t shown = std::min(max_groups, groups.size());
-  for (std::size_t i = 0; i < shown; ++i)
-    out += fmt::format("  {:>8}  {:>10}  {}  {}\n", groups[i].arrays, human(groups[i].bytes),
-                       managers.at(groups[i].manager), sites.at(groups[i].site).to_string());
+  for (std::size_t i = 0; i < shown; ++i) {
+    const Group& g = groups[i];
+    out += fmt::format("  {:>8}  {:>10}  {}  {}{}\n", g.arrays, human(g.bytes), managers.at(g.manager),
+                       sites.at(g.site).to_string(), in_workspace(g.workspace == kNoWorkspace
+                                                                      ? std::string_view()
+                                                                      : workspaces.at(g.workspace).name));
+  }
   more_line(out, shown, groups.size());
+  if (!workspaces.empty()) out += workspaces_text(workspaces);
   return out;
 }
 
@@ -100,8 +115,8 @@ std::string Diff::to_text(std::size_t max_groups) const {
   std::size_t shown = std::min(max_groups, groups.size());
   for (std::size_t i = 0; i < shown; ++i) {
     const DiffGroup& g = groups[i];
-    out += fmt::format("  {:>8}  {:>11}  {}  {}\n", signed_count(g.array_growth()), signed_human(g.byte_growth()),
-                       g.manager, g.site.to_string());
+    out += fmt::format("  {:>8}  {:>11}  {}  {}{}\n", signed_count(g.array_growth()), signed_human(g.byte_growth()),
+                       g.manager, g.site.to_string(), in_workspace(g.workspace));
   }
   more_line(out, shown, groups.size());
   return out;

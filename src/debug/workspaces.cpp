@@ -1,6 +1,6 @@
 // debug::workspaces_text(): every thread's workspaces, one line each, and the
-// section debug::dump() of the whole tree ends with. Reads workspace::list()
-// (relaxed statistics, one lock): any thread.
+// section that the dump of the whole tree and snapshots end with. Reads
+// workspace::list() (relaxed statistics, one lock): any thread.
 #include <fmt/format.h>
 
 #include "ndgc/debug.hpp"
@@ -9,8 +9,9 @@
 
 namespace ndgc::debug {
 
-std::string workspaces_text() {
-  const std::vector<workspace::Info> all = workspace::list();
+std::string workspaces_text() { return workspaces_text(workspace::list()); }
+
+std::string workspaces_text(const std::vector<workspace::Info>& all) {
   std::string out = fmt::format("workspaces: {}\n", all.size());
   for (const workspace::Info& w : all) {
     const workspace::Stats& s = w.stats;

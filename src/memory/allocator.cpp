@@ -7,6 +7,7 @@
 #include "memory/allocator.hpp"
 
 #include "memory/block_cache.hpp"
+#include "memory/workspace.hpp"
 
 #include <array>
 
@@ -195,7 +196,14 @@ void set_oom_reporter(OomReporter reporter) { g_reporter.store(reporter, std::me
 void fail_allocation_after(std::uint64_t n) noexcept { g_fail_countdown.store(n, std::memory_order_relaxed); }
 
 // ---- the public API of ndgc/memory.hpp --------------------------------------
-Stats stats(Device device) { return allocator(device).stats(); }
+Stats stats(Device device) {
+  Stats s = allocator(device).stats();
+  const WorkspaceTotals w = workspace_totals(device);
+  s.workspace_capacity_bytes = w.capacity;
+  s.workspace_used_bytes = w.used;
+  s.workspace_spilled_bytes = w.spilled;
+  return s;
+}
 void reset_peak(Device device) { allocator(device).reset_peak(); }
 void set_limit(Device device, std::uint64_t bytes) { allocator(device).set_limit(bytes); }
 std::uint64_t limit(Device device) { return allocator(device).limit(); }

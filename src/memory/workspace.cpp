@@ -32,6 +32,11 @@ namespace {
 
 std::atomic<LeaseRecycler> g_recycler{nullptr};
 
+std::uint64_t next_workspace_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::size_t align_up(std::uint64_t bytes) {
   return std::size_t((bytes + Workspace::kAlignment - 1) / Workspace::kAlignment * Workspace::kAlignment);
 }
@@ -41,7 +46,7 @@ std::size_t align_up(std::uint64_t bytes) {
 void set_lease_recycler(LeaseRecycler recycler) { g_recycler.store(recycler, std::memory_order_release); }
 
 Workspace::Workspace(const workspace::Config& config, std::string name, std::uint64_t thread)
-    : config_(config), name_(std::move(name)), thread_(thread) {
+    : config_(config), name_(std::move(name)), id_(next_workspace_id()), thread_(thread) {
   if (config_.initial_size > 0) {
     std::uint64_t size = config_.initial_size;
     if (config_.max_size > 0) size = std::min(size, config_.max_size);
@@ -182,6 +187,7 @@ Lease* Workspace::new_lease() {
   l->refs.store(2, std::memory_order_relaxed);
   l->tenants.store(0, std::memory_order_relaxed);
   l->workspace = this;
+  l->workspace_id = id_;
   l->device = config_.device;
   l->cycle = cycle_.load(std::memory_order_relaxed);
   return l;

@@ -39,6 +39,7 @@ struct Lease {
   Device device;
   std::uint64_t cycle = 0;          // the cycle it was handed out in (1-based)
   Workspace* workspace = nullptr;   // valid while the workspace holds its unit
+  std::uint64_t workspace_id = 0;   // Workspace::id(): readable while either unit is held
   // One unit for the workspace (until it recycles the lease), one for the
   // storage (until it releases it).
   std::atomic<std::uint32_t> refs{2};
@@ -70,6 +71,8 @@ class Workspace {
   void end_cycle();    // the scope ends
 
   const std::string& name() const noexcept { return name_; }
+  // Unique in the process (never reused, unlike the object's address).
+  std::uint64_t id() const noexcept { return id_; }
   std::uint64_t thread() const noexcept { return thread_; }
   Device device() const noexcept { return config_.device; }
   bool is_open() const noexcept { return open_.load(std::memory_order_relaxed); }
@@ -102,6 +105,7 @@ class Workspace {
   workspace::Config config_;
   Recycling recycling_ = Recycling::new_cycle;
   std::string name_;
+  std::uint64_t id_;
   std::uint64_t thread_;
   ArenaBlock* block_ = nullptr;
   std::size_t offset_ = 0;          // bump pointer
@@ -118,6 +122,12 @@ class Workspace {
 };
 
 // ---- the thread's workspaces (workspaces.cpp) ----------------------------------
+
+// Arena bytes of every thread's workspaces on `device`, for memory::stats.
+struct WorkspaceTotals {
+  std::uint64_t capacity = 0, used = 0, spilled = 0;
+};
+WorkspaceTotals workspace_totals(Device device);
 
 // The innermost open workspace of this thread, or null (none, or a ScopeOut open).
 Workspace* current_workspace() noexcept;

@@ -85,6 +85,20 @@ void leave(ThreadWorkspaces& t, Workspace* ws) noexcept {
 
 Workspace* current_workspace() noexcept { return t_current; }
 
+WorkspaceTotals workspace_totals(Device device) {
+  AllWorkspaces& all = all_workspaces();
+  std::lock_guard lock(all.mu);
+  WorkspaceTotals t;
+  for (const Workspace* ws : all.list) {
+    if (ws->device() != device) continue;
+    const workspace::Stats s = ws->stats();
+    t.capacity += s.capacity;
+    t.used += s.used;
+    t.spilled += s.spilled_bytes;
+  }
+  return t;
+}
+
 }  // namespace ndgc::memory
 
 namespace ndgc::workspace {
@@ -188,7 +202,7 @@ std::vector<Info> list() {
   std::vector<Info> out;
   out.reserve(all.list.size());
   for (const Workspace* ws : all.list)
-    out.push_back({ws->name(), ws->thread(), ws->device(), ws->is_open(), ws->cycle(), ws->learned_size(),
+    out.push_back({ws->id(), ws->name(), ws->thread(), ws->device(), ws->is_open(), ws->cycle(), ws->learned_size(),
                    ws->stats()});
   return out;
 }

@@ -159,3 +159,59 @@ TEST_CASE("snapshots, orphan reports, dumps and diffs while other threads work")
   debug::Snapshot last = debug::snapshot();
   for (const std::string& path : last.managers) CHECK(path.rfind("system/debug-stress", 0) != 0);
 }
+
+TEST_CASE("snapshots while other threads cycle, nest and destroy workspaces") {
+  test::AutoClose restore(false);
+  NDManager base = NDManager::new_base_manager("debug-ws-stress");
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> cycles{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      workspace::Config cfg;
+      cfg.learning = t == 0 ? workspace::Learning::first_loop : workspace::Learning::none;
+      cfg.initial_size = 4096;
+      cfg.reset = t == 0 ? workspace::Reset::block_left : workspace::Reset::end_of_buffer;
+      std::vector<NDArray> kept;  // arrays of earlier cycles: closed by the workspace, never by the test
+      for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        {
+          workspace::Scope outer = workspace::activate(cfg, "STRESS_OUTER");
+          NDArray a = base.ones({1 + i % 50});
+          {
+            workspace::Scope inner = workspace::activate(cfg, "STRESS_INNER");
+            NDArray b = a.add(a);
+            kept.push_back(workspace::leverage_to(b, "STRESS_OUTER"));
+            kept.push_back(b.reshape({b.size(), 1}));
+          }
+          kept.push_back(workspace::detach(a));
+        }
+        if (kept.size() > 30) kept.erase(kept.begin(), kept.begin() + 10);
+        if (i % 20 == 19) workspace::destroy_all_for_this_thread();
+        cycles.fetch_add(1, std::memory_order_relaxed);
+      }
+      kept.clear();
+      workspace::destroy_all_for_this_thread();
+    });
+
+  int snapshots = 0, bad = 0;
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+  while (std::chrono::steady_clock::now() < until || snapshots < 20) {
+    debug::Snapshot snap = debug::snapshot();
+    ++snapshots;
+    for (const debug::ArrayRecord& a : snap.arrays)
+      if (a.in_workspace() && a.workspace >= snap.workspaces.size()) ++bad;
+    const debug::Diff d = debug::diff(snap, debug::snapshot());
+    if (d.in_workspaces().groups.size() + d.outside_workspaces().groups.size() != d.groups.size()) ++bad;
+    (void)snap.to_text();
+    if (!(debug::Snapshot::from_json(snap.to_json()) == snap)) ++bad;
+    (void)memory::stats(Device::cpu());
+    std::ostringstream out;
+    debug::dump(out);
+  }
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  MESSAGE(snapshots << " snapshots while " << cycles.load() << " workspace cycles ran on 2 threads");
+  CHECK(bad == 0);
+  CHECK(cycles.load() > 0);
+  for (const workspace::Info& w : workspace::list()) CHECK(w.name.rfind("STRESS_", 0) != 0);
+}
