@@ -2,19 +2,22 @@
 // into a sequence of library calls on 4 manager slots and 8 handle slots —
 // create, op, view, copy, drop, attach, detach, temp_attach, ret, cap,
 // close (array or manager), new sub-manager, NDList attach, toggle
-// auto-close, poll, sweep — and checks DESIGN.md §3 after every step:
+// auto-close, poll, sweep, and workspaces (activate with a policy drawn from
+// the input, leave, detach, leverage_to, destroy, create under ScopeOut) —
+// and checks DESIGN.md §3 after every step:
 //
 //   1. no array a handle slot reaches is closed by auto-close or sweep, and
 //      every open one still holds the value its history says (arrays are
 //      uniform; element-wise float ops are exact, so the interpreter knows
-//      each value);
+//      each value): an array whose workspace reused its memory is closed,
+//      never read;
 //   2. while auto-close has been on since the input began, gc::poll() leaves
 //      no orphan in the input's managers;
 //   3. closed arrays throw ArrayClosed on use, closed managers ManagerClosed:
 //      errors of the contract (ndgc::Error) end a step, anything else aborts;
-//   4. after the input's managers close (and a sweep for what was detached
-//      to the system manager), host bytes and open arrays are back to where
-//      they were.
+//   4. after the input's managers close and its workspaces are destroyed
+//      (and a sweep for what was detached to the system manager), host bytes
+//      and open arrays are back to where they were.
 // Each manager's dump must stay consistent (count = listed arrays). See
 // fuzz_util.hpp for how it is built and run.
 #include <cmath>
@@ -25,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include <ndgc/workspace.hpp>
+
 #include "fuzz_util.hpp"
 
 using namespace ndgc;
@@ -32,6 +37,12 @@ using namespace ndgc;
 namespace {
 
 constexpr int kManagers = 4, kHandles = 8;
+// Op bytes below 234 (13 × 18) decode as they did before workspaces were
+// fuzzed, so older corpus files keep their meaning; 234..255 are the
+// workspace ops.
+constexpr std::uint8_t kFirstWorkspaceOpByte = 234;
+constexpr int kWorkspaceOps = 6;
+const char* const kWorkspaceNames[] = {"fuzz-ws-a", "fuzz-ws-b"};
 constexpr std::int64_t kMaxElements = 4096;
 
 struct Bytes {
@@ -57,12 +68,63 @@ struct Interpreter {
   bool always_on = false;
   const bool trace = std::getenv("NDGC_FUZZ_TRACE") != nullptr;  // print each step (debugging an input)
 
+  std::vector<workspace::Scope> open_workspaces;  // outermost first
+
   Interpreter() {
     for (ManagerRef& m : managers) m = root.new_sub_manager("m").release();
   }
+  ~Interpreter() {
+    while (!open_workspaces.empty()) open_workspaces.pop_back();  // innermost first
+  }
+
+  // A policy from one byte: learning, initial size, spill and reset.
+  static workspace::Config config_from(std::uint8_t arg) {
+    workspace::Config cfg;
+    cfg.learning = workspace::Learning(arg % 3);
+    cfg.initial_size = std::uint64_t(arg / 3 % 4) * 256;
+    cfg.cycles_before_initialization = 2;
+    cfg.spill = workspace::Spill(arg / 12 % 3);
+    cfg.reset = workspace::Reset(arg / 36 % 2);
+    cfg.allocation = workspace::Allocation(arg / 72 % 2);
+    return cfg;
+  }
+
+  void workspace_step(int op, Slot& h, Slot& g, ManagerRef& m, std::uint8_t arg) {
+    switch (op) {
+      case 0:  // activate (an already open name is a WorkspaceError)
+        open_workspaces.push_back(workspace::activate(config_from(arg), kWorkspaceNames[arg % 2]));
+        break;
+      case 1: {  // leave one: out of order is a WorkspaceError, and it stays open
+        if (open_workspaces.empty()) break;
+        const std::size_t i = arg % open_workspaces.size();
+        open_workspaces[i].close();
+        open_workspaces.erase(open_workspaces.begin() + std::ptrdiff_t(i));
+        break;
+      }
+      case 2:  // detach: a copy in ordinary memory
+        if (h.array.defined()) g.array = workspace::detach(h.array), g.value = h.value;
+        break;
+      case 3:  // leverage_to an open workspace of this thread
+        if (h.array.defined() && !open_workspaces.empty())
+          g.array = workspace::leverage_to(h.array, open_workspaces[arg % open_workspaces.size()].name()),
+          g.value = h.value;
+        break;
+      case 4:  // destroy (an open one is a WorkspaceError); its arrays close
+        workspace::destroy(kWorkspaceNames[arg % 2]);
+        break;
+      case 5: {  // create bypassing every workspace
+        workspace::ScopeOut out;
+        const float v = float(arg % 16);
+        h.array = m.full({std::int64_t(1 + arg % 8)}, v);
+        h.value = v;
+        break;
+      }
+    }
+  }
 
   void step(Bytes& in) {
-    const std::uint8_t op = in.next() % 18;
+    const std::uint8_t raw = in.next();
+    const int op = raw < kFirstWorkspaceOpByte ? raw % 18 : 18 + (raw - kFirstWorkspaceOpByte) % kWorkspaceOps;
     const int hi = in.next() % kHandles, gi = in.next() % kHandles, mi = in.next() % kManagers;
     Slot& h = slots[hi];
     Slot& g = slots[gi];
@@ -150,6 +212,9 @@ struct Interpreter {
       case 17:  // a library-made listing (lock semantics against the reclaim), dropped at once
         (void)m.managed_arrays().size();
         break;
+      default:
+        workspace_step(op - 18, h, g, m, arg);
+        break;
     }
   }
 
@@ -204,7 +269,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       it.check();
     }
-  }  // handles die, then the root closes every manager below it
+  }  // workspaces' scopes end, handles die, then the root closes every manager below it
+  workspace::destroy_all_for_this_thread();
   gc::sweep();  // arrays detached to the system manager
   balance.check("api_fuzz");
   return 0;

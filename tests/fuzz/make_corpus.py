@@ -88,7 +88,9 @@ put("model_file", "bad-empty", b"")
 put("model_file", "zero-params", model_file([]))
 
 # ---- api_fuzz programs: a start byte (auto-close on if odd), then steps of 5
-# bytes: op % 18, handle h, handle g, manager m, argument ----
+# bytes: op, handle h, handle g, manager m, argument. An op byte below 234 is
+# op % 18; 234..239 (and on, modulo 6) are the workspace ops ----
+ACTIVATE, LEAVE, DETACH, LEVERAGE, DESTROY, CREATE_OUT = range(234, 240)
 def program(start_on, steps):
     return bytes([start_on]) + b"".join(bytes(s) for s in steps)
 
@@ -107,5 +109,20 @@ put("api", "toggle-autoclose", program(0, [(0, 0, 0, 0, 1), (4, 0, 1, 0, 0), (15
                                           (16, 0, 0, 0, 0)]))
 put("api", "ndlist-listing", program(1, [(0, 0, 0, 0, 2), (0, 1, 0, 0, 3), (14, 0, 1, 3, 1), (17, 0, 0, 3, 0),
                                         (14, 0, 1, 2, 0), (11, 0, 0, 2, 0), (13, 1, 0, 0, 0)]))
+# Workspace "b" learns from its first cycle; an array of cycle 1 is closed when
+# cycle 2 begins, its detached copy lives on; then "b" is destroyed.
+put("api", "workspace-cycles", program(1, [(ACTIVATE, 0, 0, 0, 1), (0, 0, 0, 0, 3), (0, 1, 0, 0, 11),
+                                          (1, 0, 1, 0, 0), (DETACH, 0, 2, 0, 0), (LEAVE, 0, 0, 0, 0),
+                                          (ACTIVATE, 0, 0, 0, 1), (1, 2, 2, 0, 0), (1, 0, 2, 0, 0),
+                                          (LEAVE, 0, 0, 0, 0),
+                                          (DESTROY, 0, 0, 0, 1), (16, 0, 0, 0, 0)]))
+# Nested: "a" (over_time) around "b" (512 B); an array of "b" leveraged to
+# "a"; leaving out of order is an error; activating an open name is one too.
+put("api", "workspace-nested-leverage", program(0, [(ACTIVATE, 0, 0, 0, 2), (ACTIVATE, 0, 0, 0, 7), (0, 0, 0, 1, 6),
+                                                   (LEVERAGE, 0, 1, 0, 0), (LEAVE, 0, 0, 0, 0),
+                                                   (ACTIVATE, 0, 0, 0, 2), (LEAVE, 0, 0, 0, 1),
+                                                   (ACTIVATE, 0, 0, 0, 7), (3, 1, 2, 0, 0), (LEAVE, 0, 0, 0, 1),
+                                                   (CREATE_OUT, 3, 0, 2, 4), (DESTROY, 0, 0, 0, 0), (LEAVE, 0, 0, 0, 0),
+                                                   (DESTROY, 0, 0, 0, 0), (13, 3, 0, 0, 0)]))
 for i in range(4):
     put("api", f"random-{i}", program(i % 2, [tuple(rng.randrange(256) for _ in range(5)) for _ in range(40)]))

@@ -308,6 +308,37 @@ TEST_CASE("report: the leak report of a run with growth, and a note for runs wit
   CHECK(r.find("auto-close on: no creation site grew") != std::string::npos);
 }
 
+TEST_CASE("report: arrays kept in workspaces are reported apart from manager leaks") {
+  RunResult ws = fake_run("off", {1, 1, 1}, {1, 2, 3});
+  debug::Diff d;
+  d.before = {0, 10, 100};
+  d.after = {0, 60, 600};
+  d.groups.push_back({"system/mlp", {"/x/leak.cpp", 42, "f"}, 0, 30, 0, 300});
+  d.groups.push_back({"system/mlp", {"/x/step.cpp", 7, "g"}, 0, 20, 0, 200, "STEP"});
+  ws.growth = d;
+  const std::string r = format_leak_report(ws);
+  CAPTURE(r);
+  const std::size_t leaks = r.find("Leak report, auto-close off");
+  const std::size_t kept = r.find("Kept in workspaces, auto-close off");
+  REQUIRE(leaks != std::string::npos);
+  REQUIRE(kept != std::string::npos);
+  CHECK(leaks < kept);
+  // The manager leak is in the first section only, the workspace's arrays in the second only.
+  CHECK(r.find("/x/leak.cpp:42") < kept);
+  CHECK(r.find("/x/step.cpp:7") > kept);
+  CHECK(r.find("in workspace 'STEP'") > kept);
+  CHECK(count(r, "/x/leak.cpp:42") == 1);
+  CHECK(count(r, "/x/step.cpp:7") == 1);
+
+  // Only workspace growth: no leak report section at all.
+  debug::Diff only_ws = d;
+  only_ws.groups.erase(only_ws.groups.begin());
+  ws.growth = only_ws;
+  const std::string r2 = format_leak_report(ws);
+  CHECK(r2.find("Leak report") == std::string::npos);
+  CHECK(r2.find("Kept in workspaces") != std::string::npos);
+}
+
 // ---- end to end ------------------------------------------------------------------
 
 namespace {

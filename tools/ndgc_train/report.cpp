@@ -11,8 +11,20 @@ namespace ndgc::train_tool {
 
 std::string format_leak_report(const RunResult& run, std::size_t max_groups) {
   if (!run.growth || run.growth->groups.empty() || run.epochs.size() < 2) return {};
-  return fmt::format("Leak report, {}: what grew from the end of epoch 1 to the end of epoch {}, by creation site\n{}",
-                     config_title(run.config), run.epochs.back().epoch, run.growth->to_text(max_groups));
+  // Arrays a workspace holds are freed when it recycles them, whatever their
+  // manager does: they are reported apart from what managers keep.
+  const debug::Diff leaked = run.growth->outside_workspaces();
+  const debug::Diff kept = run.growth->in_workspaces();
+  std::string out;
+  if (!leaked.groups.empty())
+    out += fmt::format("Leak report, {}: what grew from the end of epoch 1 to the end of epoch {}, by creation site\n{}",
+                       config_title(run.config), run.epochs.back().epoch, leaked.to_text(max_groups));
+  if (!kept.groups.empty())
+    out += fmt::format(
+        "Kept in workspaces, {}: arrays that grew from the end of epoch 1 to the end of epoch {} in workspace "
+        "memory, freed when their workspace recycles it (not a manager leak)\n{}",
+        config_title(run.config), run.epochs.back().epoch, kept.to_text(max_groups));
+  return out;
 }
 
 std::string format_report(const std::vector<RunResult>& runs) {
