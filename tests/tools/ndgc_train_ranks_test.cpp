@@ -131,6 +131,23 @@ TEST_CASE("ranks: the table has a column group per rank; the leak report names t
   one_epoch.epochs.pop_back();
   CHECK(format_rank_leak_report(one_epoch).empty());
 
+  // Growth in a workspace is listed apart and does not count as a rank that grew.
+  RankReport in_ws = r;
+  debug::Diff kept = growth_at("tools/ndgc_train/step.cpp", 9, 50);
+  kept.groups[0].workspace = "STEP";
+  in_ws.growth = {kept, std::nullopt};
+  const std::string ws_text = format_rank_leak_report(in_ws);
+  CAPTURE(ws_text);
+  CHECK(ws_text.find("no creation site grew on any of the 2 ranks") != std::string::npos);
+  CHECK(ws_text.find("rank 0, kept in workspaces (not a manager leak): diff: +50 arrays") != std::string::npos);
+  CHECK(ws_text.find("step.cpp:9  in workspace 'STEP'") != std::string::npos);
+  in_ws.growth[1] = r.growth[1];
+  const std::string both = format_rank_leak_report(in_ws);
+  CHECK(both.find("1 of 2 ranks grew") != std::string::npos);
+  CHECK(both.find("(ranks 1)") != std::string::npos);
+  CHECK(occurrences(both, "step.cpp:9") == 1);
+  CHECK(both.find("step.cpp:9") > both.find("leak.cpp:37"));
+
   // The whole report: the per-rank table and leak report in place of rank 0's alone.
   RunResult run;
   run.config = "off";

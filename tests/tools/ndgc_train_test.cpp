@@ -103,6 +103,16 @@ bool well_formed_xml(const std::string& s, std::string& why) {
   return true;
 }
 
+// A leak diff from 10 arrays to 10 + the groups' growth, 10 bytes per array.
+debug::Diff diff_of(std::vector<debug::DiffGroup> groups) {
+  debug::Diff d;
+  d.before = {0, 10, 100};
+  d.after = d.before;
+  for (const debug::DiffGroup& g : groups) d.after.arrays += g.arrays_after, d.after.bytes += g.bytes_after;
+  d.groups = std::move(groups);
+  return d;
+}
+
 }  // namespace
 
 TEST_CASE("options: defaults and values") {
@@ -295,11 +305,7 @@ TEST_CASE("progress line: bar, counts, rate and ETA") {
 
 TEST_CASE("report: the leak report of a run with growth, and a note for runs without") {
   RunResult off = fake_run("off", {1, 1, 1}, {1, 2, 3});
-  debug::Diff d;
-  d.before = {0, 10, 100};
-  d.after = {0, 40, 400};
-  d.groups.push_back({"system/mlp", {"/x/leak.cpp", 42, "f"}, 0, 30, 0, 300});
-  off.growth = d;
+  off.growth = diff_of({{"system/mlp", {"/x/leak.cpp", 42, "f"}, 0, 30, 0, 300}});
   RunResult on = fake_run("on", {1, 1, 1}, {1, 1, 1});
   on.growth = debug::Diff{};
   const std::string r = format_report({off, on});
@@ -310,11 +316,8 @@ TEST_CASE("report: the leak report of a run with growth, and a note for runs wit
 
 TEST_CASE("report: arrays kept in workspaces are reported apart from manager leaks") {
   RunResult ws = fake_run("off", {1, 1, 1}, {1, 2, 3});
-  debug::Diff d;
-  d.before = {0, 10, 100};
-  d.after = {0, 60, 600};
-  d.groups.push_back({"system/mlp", {"/x/leak.cpp", 42, "f"}, 0, 30, 0, 300});
-  d.groups.push_back({"system/mlp", {"/x/step.cpp", 7, "g"}, 0, 20, 0, 200, "STEP"});
+  const debug::Diff d = diff_of({{"system/mlp", {"/x/leak.cpp", 42, "f"}, 0, 30, 0, 300},
+                                 {"system/mlp", {"/x/step.cpp", 7, "g"}, 0, 20, 0, 200, "STEP"}});
   ws.growth = d;
   const std::string r = format_leak_report(ws);
   CAPTURE(r);

@@ -148,25 +148,31 @@ std::string format_rank_table(const RankReport& r) {
 
 std::string format_rank_leak_report(const RankReport& r, std::size_t max_groups) {
   if (r.epochs.size() < 2) return {};
+  // As in format_leak_report: what workspaces keep is not a manager leak.
   std::vector<int> grew;
-  for (std::size_t k = 0; k < r.growth.size(); ++k)
-    if (r.growth[k] && !r.growth[k]->groups.empty()) grew.push_back(int(k));
+  std::string kept;
+  for (std::size_t k = 0; k < r.growth.size(); ++k) {
+    if (!r.growth[k]) continue;
+    if (!r.growth[k]->outside_workspaces().groups.empty()) grew.push_back(int(k));
+    if (const debug::Diff in = r.growth[k]->in_workspaces(); !in.groups.empty())
+      kept += fmt::format("rank {}, kept in workspaces (not a manager leak): {}", k, in.to_text(max_groups));
+  }
   const std::size_t last = r.epochs.size();
   if (grew.empty())
     return fmt::format("Leak report per rank: no creation site grew on any of the {} ranks from the end of epoch 1 "
-                       "to the end of epoch {}\n",
-                       r.size, last);
+                       "to the end of epoch {}\n{}",
+                       r.size, last, kept);
   std::string out = fmt::format(
       "Leak report per rank: {} of {} ranks grew from the end of epoch 1 to the end of epoch {} (ranks {})\n",
       grew.size(), r.size, last, fmt::join(grew, ", "));
   for (int k : grew) {
-    out += fmt::format("rank {}: {}", k, r.growth[std::size_t(k)]->to_text(max_groups));
+    out += fmt::format("rank {}: {}", k, r.growth[std::size_t(k)]->outside_workspaces().to_text(max_groups));
   }
   std::vector<int> flat;
   for (int k = 0; k < r.size; ++k)
     if (std::find(grew.begin(), grew.end(), k) == grew.end()) flat.push_back(k);
   if (!flat.empty()) out += fmt::format("ranks {}: no creation site grew\n", fmt::join(flat, ", "));
-  return out;
+  return out + kept;
 }
 
 }  // namespace ndgc::train_tool

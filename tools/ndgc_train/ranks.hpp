@@ -12,7 +12,8 @@
 // the epoch's end and their peak during it, and the same for the GPUs when
 // the rank sees any. A leak is usually one rank's: the leak report says which
 // ranks grew and by which creation sites (each rank's debug::diff from the
-// end of epoch 1 to the end of the last epoch, growing groups only).
+// end of epoch 1 to the end of the last epoch, growing groups only); groups
+// in workspaces are listed after it and do not make a rank count as grown.
 //
 // Pure functions of the data: no MPI here, so the tests link them directly.
 #pragma once

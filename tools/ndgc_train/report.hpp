@@ -12,6 +12,8 @@
 namespace ndgc::train_tool {
 
 // The leak report of one run: empty when nothing grew (or one epoch only).
+// Groups in workspaces come after it, as "Kept in workspaces": their
+// workspace, not a manager, frees them.
 std::string format_leak_report(const RunResult& run, std::size_t max_groups = 10);
 
 std::string format_report(const std::vector<RunResult>& runs);
