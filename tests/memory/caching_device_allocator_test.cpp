@@ -12,6 +12,7 @@
 #include "core/publish.hpp"
 #include "memory/caching_device_allocator.hpp"
 #include "memory/host_segment_source.hpp"
+#include "sim_gpu.hpp"
 #include "test_util.hpp"
 
 using namespace ndgc;
@@ -22,21 +23,8 @@ namespace {
 
 constexpr std::size_t KiB = 1024, MiB = 1024 * 1024;
 
-// A CachingDeviceAllocator over a HostSegmentSource of `budget` bytes.
-struct FakeGpu {
-  explicit FakeGpu(std::size_t budget)
-      : source(new HostSegmentSource(budget)),
-        alloc(Device::gpu(0), std::unique_ptr<memory::SegmentSource>(source)) {}
-  HostSegmentSource* source;  // owned by alloc
-  CachingDeviceAllocator alloc;
-};
-
-// Registers an allocator for gpu(0) for one test; declare it after the
-// allocator and before any manager, so arrays close before it unregisters.
-struct Registered {
-  explicit Registered(memory::DeviceAllocator& a) { memory::register_allocator(Device::gpu(0), &a); }
-  ~Registered() { memory::register_allocator(Device::gpu(0), nullptr); }
-};
+using test::FakeGpu;  // tests/sim_gpu.hpp
+using Registered = test::RegisteredAllocator;
 
 // An uninitialised float32 array on gpu(0) in `m`: core needs no engine for
 // that, only the device's allocator.

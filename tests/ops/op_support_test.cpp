@@ -11,6 +11,7 @@
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/engine.hpp"
 #include "ops_test_util.hpp"
+#include "sim_gpu.hpp"
 #include "support/gpu_probe.hpp"
 
 using namespace ndgc;
@@ -255,39 +256,8 @@ TEST_CASE("a GPU without the CUDA engine is refused with InvalidArgument, before
   CHECK(memory::stats(Device::cpu()).current_bytes == bytes);
 }
 
-namespace {
-// A stand-in second device for the mixing tests: host memory behind an
-// allocator registered for gpu(0), the CPU engine registered for gpu, and a
-// probe that reports one device. Removed again when the test case ends.
-class HostBackedAllocator final : public memory::DeviceAllocator {
- public:
-  HostBackedAllocator() : DeviceAllocator(Device::gpu(0)) {}
-
- protected:
-  void* raw_allocate(std::size_t bytes) noexcept override { return ::operator new(bytes, std::nothrow); }
-  void raw_deallocate(void* p, std::size_t) noexcept override { ::operator delete(p); }
-};
-int one() noexcept { return 1; }
-std::string none() noexcept { return ""; }
-constexpr support::GpuProbe kOneGpu{one, none};
-
-struct FakeGpu {
-  HostBackedAllocator alloc;
-  FakeGpu() {
-    support::register_gpu_probe(&kOneGpu);
-    memory::register_allocator(Device::gpu(0), &alloc);
-    ops::register_engine(DeviceType::gpu, &ops::cpu::cpu_engine());
-  }
-  ~FakeGpu() {
-    ops::register_engine(DeviceType::gpu, nullptr);
-    memory::register_allocator(Device::gpu(0), nullptr);
-    support::register_gpu_probe(nullptr);
-  }
-};
-}  // namespace
-
 TEST_CASE("an op whose inputs sit on different devices throws DeviceMismatch naming both") {
-  FakeGpu fake;
+  test::SimGpu fake;  // a stand-in gpu(0) (tests/sim_gpu.hpp)
   NDManager cpu = fresh();
   NDArray c = cpu.zeros({2});
   {
@@ -313,14 +283,19 @@ TEST_CASE("an op whose inputs sit on different devices throws DeviceMismatch nam
 }
 
 TEST_CASE("to_device copies between devices and joins the source's manager") {
-  FakeGpu fake;
+  test::SimGpu fake;  // a stand-in gpu(0) (tests/sim_gpu.hpp)
   NDManager cpu = fresh();
   NDArray c = cpu.arange(0.0, 6.0, 1.0).reshape({2, 3}).transpose();  // a strided source
   NDArray g = c.to_device(Device::gpu(0));
+  CHECK(fake.from_host_calls() == 1);
+  CHECK(fake.to_host_calls() == 0);
   CHECK(g.device() == Device::gpu(0));
   CHECK(g.manager().uid() == c.manager().uid());
   CHECK(g.shape() == Shape{3, 2});
   CHECK(g.to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  CHECK(fake.to_host_calls() == 1);
+  CHECK(g.to_device(Device::gpu(0)).to_vector<float>() == g.to_vector<float>());  // a device copy: no transfer in
+  CHECK(fake.from_host_calls() == 1);
   NDArray back = g.to_device(Device::cpu());
   CHECK(back.device() == Device::cpu());
   CHECK(back.to_vector<float>() == g.to_vector<float>());

@@ -1,0 +1,323 @@
+// A simulated GPU for tests: every host-side GPU code path (managers on
+// gpu(0), to_device, autograd, training, the debug reports) runs on a machine
+// without one, in every CI run.
+//
+//   test::SimGpu gpu;                              // gpu(0) usable until `gpu` is destroyed
+//   NDManager m = NDManager::new_base_manager("g", Device::gpu(0));
+//   NDArray x = m.ones({2, 3});                    // device memory: a host-backed caching allocator
+//   NDArray h = x.to_device(Device::cpu());        // one to_host
+//   CHECK(gpu.to_host_calls() == 1);
+//
+// What it registers, and takes back when destroyed (in reverse order):
+//   - a GPU probe saying gpu(0) is usable (FakeGpuProbe);
+//   - for gpu(0), a CachingDeviceAllocator over a HostSegmentSource with a
+//     byte budget (FakeGpu, the same policy code the CUDA engine runs over
+//     cudaMalloc), so memory::stats / set_limit / empty_cache and the OOM
+//     ladder behave as on a device;
+//   - an ops::Engine for DeviceType::gpu (SimEngine) that runs every kernel
+//     with the CPU engine and counts host↔device transfers.
+// Without a SimGpu nothing of this is registered and the library behaves as
+// it always does on a machine with no GPU.
+//
+// Note [Simulated residency]
+// "Device" memory is host memory here, so a bug that hands a host buffer to
+// a GPU kernel (or a device buffer to a host copy) would go unseen: on a real
+// GPU it is an illegal address. The segment source records the ranges it
+// handed out, and SimEngine checks every view it is given: a device kernel's
+// views must lie in those ranges, to_host's destination and from_host's
+// source outside them. A violation is counted and thrown as std::logic_error
+// (not an ndgc::Error, so no library catch swallows it), naming the kernel.
+//
+// Declare the SimGpu before any manager on gpu(0), so the managers close
+// (and give their blocks back) before the allocator goes.
+// Thread-safety: the engine and the residency check may be used from any
+// thread (prefetching copies batches on its own thread).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "memory/caching_device_allocator.hpp"
+#include "memory/host_segment_source.hpp"
+#include "ops/cpu/cpu_engine.hpp"
+#include "ops/engine.hpp"
+#include "test_util.hpp"
+
+namespace ndgc::test {
+
+// A SegmentSource over a HostSegmentSource that remembers which address
+// ranges are "device memory". See Note [Simulated residency].
+class TrackedSegmentSource final : public memory::SegmentSource {
+ public:
+  explicit TrackedSegmentSource(std::unique_ptr<memory::HostSegmentSource> inner) : inner_(std::move(inner)) {}
+  memory::HostSegmentSource& inner() noexcept { return *inner_; }
+
+  void* allocate_segment(std::size_t bytes) noexcept override {
+    void* p = inner_->allocate_segment(bytes);
+    if (p) {
+      std::lock_guard lock(mu_);
+      segments_[reinterpret_cast<std::uintptr_t>(p)] = bytes;
+    }
+    return p;
+  }
+  void free_segment(void* ptr, std::size_t bytes) noexcept override {
+    {
+      std::lock_guard lock(mu_);
+      segments_.erase(reinterpret_cast<std::uintptr_t>(ptr));
+    }
+    inner_->free_segment(ptr, bytes);
+  }
+  memory::StreamId current_stream() noexcept override { return inner_->current_stream(); }
+  void* record_event(memory::StreamId stream) noexcept override { return inner_->record_event(stream); }
+  bool event_done(void* event) noexcept override { return inner_->event_done(event); }
+  void destroy_event(void* event) noexcept override { inner_->destroy_event(event); }
+  void synchronize() noexcept override { inner_->synchronize(); }
+  std::size_t driver_free_bytes() noexcept override { return inner_->driver_free_bytes(); }
+  std::size_t driver_total_bytes() noexcept override { return inner_->driver_total_bytes(); }
+
+  // Whether [p, p + bytes) lies in one segment handed out and not yet freed.
+  bool holds(const void* p, std::size_t bytes) const {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    std::lock_guard lock(mu_);
+    auto it = segments_.upper_bound(at);
+    if (it == segments_.begin()) return false;
+    --it;
+    return at >= it->first && at + bytes <= it->first + it->second;
+  }
+  // Whether any byte of [p, p + bytes) lies in a segment.
+  bool touches(const void* p, std::size_t bytes) const {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    std::lock_guard lock(mu_);
+    auto it = segments_.upper_bound(at + (bytes ? bytes - 1 : 0));
+    if (it == segments_.begin()) return false;
+    --it;
+    return it->first + it->second > at;
+  }
+
+ private:
+  std::unique_ptr<memory::HostSegmentSource> inner_;
+  mutable std::mutex mu_;
+  std::map<std::uintptr_t, std::size_t> segments_;  // start → bytes
+};
+
+// A CachingDeviceAllocator for gpu(0) over a HostSegmentSource of `budget`
+// bytes (not registered: see SimGpu, or register it yourself).
+struct FakeGpu {
+  explicit FakeGpu(std::size_t budget)
+      : tracked(new TrackedSegmentSource(std::make_unique<memory::HostSegmentSource>(budget))),
+        source(&tracked->inner()),
+        alloc(Device::gpu(0), std::unique_ptr<memory::SegmentSource>(tracked)) {}
+  TrackedSegmentSource* tracked;     // owned by alloc
+  memory::HostSegmentSource* source;  // owned by tracked
+  memory::CachingDeviceAllocator alloc;
+};
+
+// Registers an allocator for gpu(0) for one test; declare it after the
+// allocator and before any manager, so arrays close before it unregisters.
+struct RegisteredAllocator {
+  explicit RegisteredAllocator(memory::DeviceAllocator& a) { memory::register_allocator(Device::gpu(0), &a); }
+  ~RegisteredAllocator() { memory::register_allocator(Device::gpu(0), nullptr); }
+  RegisteredAllocator(const RegisteredAllocator&) = delete;
+  RegisteredAllocator& operator=(const RegisteredAllocator&) = delete;
+};
+
+// The GPU engine of a SimGpu: each kernel is the CPU engine's, after the
+// residency check (Note [Simulated residency]); transfers are counted.
+class SimEngine final : public ops::Engine {
+ public:
+  explicit SimEngine(const TrackedSegmentSource& device) : device_(device) {}
+
+  std::uint64_t to_host_calls() const noexcept { return to_host_.load(); }
+  std::uint64_t from_host_calls() const noexcept { return from_host_.load(); }
+  std::uint64_t kernel_calls() const noexcept { return kernels_.load(); }
+  std::uint64_t residency_violations() const noexcept { return violations_.load(); }
+  void reset_counts() noexcept {
+    to_host_ = 0, from_host_ = 0, kernels_ = 0;
+  }
+
+  void fill(const ops::TensorView& out, double value) override {
+    on_device("fill", {&out});
+    cpu().fill(out, value);
+  }
+  void arange(const ops::TensorView& out, double start, double step) override {
+    on_device("arange", {&out});
+    cpu().arange(out, start, step);
+  }
+  void eye(const ops::TensorView& out) override {
+    on_device("eye", {&out});
+    cpu().eye(out);
+  }
+  void random_uniform(const ops::TensorView& out, double low, double high, std::uint64_t seed,
+                      std::uint64_t offset) override {
+    on_device("random_uniform", {&out});
+    cpu().random_uniform(out, low, high, seed, offset);
+  }
+  void random_normal(const ops::TensorView& out, double mean, double stddev, std::uint64_t seed,
+                     std::uint64_t offset) override {
+    on_device("random_normal", {&out});
+    cpu().random_normal(out, mean, stddev, seed, offset);
+  }
+  void copy(const ops::TensorView& in, const ops::TensorView& out) override {
+    on_device("copy", {&in, &out});
+    cpu().copy(in, out);
+  }
+  void unary(ops::Unary op, const ops::TensorView& in, const ops::TensorView& out) override {
+    on_device("unary", {&in, &out});
+    cpu().unary(op, in, out);
+  }
+  void binary(ops::Binary op, const ops::TensorView& a, const ops::TensorView& b,
+              const ops::TensorView& out) override {
+    on_device("binary", {&a, &b, &out});
+    cpu().binary(op, a, b, out);
+  }
+  void binary_scalar(ops::Binary op, const ops::TensorView& a, double s, bool scalar_left,
+                     const ops::TensorView& out) override {
+    on_device("binary_scalar", {&a, &out});
+    cpu().binary_scalar(op, a, s, scalar_left, out);
+  }
+  void where(const ops::TensorView& condition, const ops::TensorView& a, const ops::TensorView& b,
+             const ops::TensorView& out) override {
+    on_device("where", {&condition, &a, &b, &out});
+    cpu().where(condition, a, b, out);
+  }
+  bool relu_backward(const ops::TensorView& x, const ops::TensorView& g, const ops::TensorView& out) override {
+    on_device("relu_backward", {&x, &g, &out});
+    return cpu().relu_backward(x, g, out);
+  }
+  void reduce(ops::Reduce op, const ops::TensorView& in, std::uint32_t axes, const ops::TensorView& out) override {
+    on_device("reduce", {&in, &out});
+    cpu().reduce(op, in, axes, out);
+  }
+  void arg_reduce(bool max, const ops::TensorView& in, int axis, const ops::TensorView& out) override {
+    on_device("arg_reduce", {&in, &out});
+    cpu().arg_reduce(max, in, axis, out);
+  }
+  void matmul(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) override {
+    on_device("matmul", {&a, &b, &out});
+    cpu().matmul(a, b, out);
+  }
+  bool matmul_add(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) override {
+    on_device("matmul_add", {&a, &b, &out});
+    return cpu().matmul_add(a, b, out);
+  }
+  void softmax(const ops::TensorView& in, int axis, bool log, const ops::TensorView& out) override {
+    on_device("softmax", {&in, &out});
+    cpu().softmax(in, axis, log, out);
+  }
+  bool sparse_softmax_cross_entropy(const ops::TensorView& logits, const ops::TensorView& labels,
+                                    const ops::TensorView& loss) override {
+    on_device("sparse_softmax_cross_entropy", {&logits, &labels, &loss});
+    return cpu().sparse_softmax_cross_entropy(logits, labels, loss);
+  }
+  bool sparse_softmax_cross_entropy_backward(const ops::TensorView& logits, const ops::TensorView& labels,
+                                             const ops::TensorView& g, const ops::TensorView& grad) override {
+    on_device("sparse_softmax_cross_entropy_backward", {&logits, &labels, &g, &grad});
+    return cpu().sparse_softmax_cross_entropy_backward(logits, labels, g, grad);
+  }
+  void one_hot(const ops::TensorView& indices, std::int64_t depth, const ops::TensorView& out) override {
+    on_device("one_hot", {&indices, &out});
+    cpu().one_hot(indices, depth, out);
+  }
+  void to_host(const ops::TensorView& in, const ops::TensorView& host_out) override {
+    to_host_.fetch_add(1);
+    on_device("to_host", {&in});
+    on_host("to_host", host_out);
+    cpu().to_host(in, host_out);
+  }
+  void from_host(const ops::TensorView& host_in, const ops::TensorView& out) override {
+    from_host_.fetch_add(1);
+    on_host("from_host", host_in);
+    on_device("from_host", {&out});
+    cpu().from_host(host_in, out);
+  }
+  bool adam_update(const ops::TensorView& weight, const ops::TensorView& grad, const ops::TensorView& mean,
+                   const ops::TensorView& variance, const ops::AdamHyper& hyper) override {
+    on_device("adam_update", {&weight, &grad, &mean, &variance});
+    return cpu().adam_update(weight, grad, mean, variance, hyper);
+  }
+  bool sgd_update(const ops::TensorView& weight, const ops::TensorView& grad, const ops::TensorView& momentum,
+                  const ops::SgdHyper& hyper) override {
+    on_device("sgd_update", {&weight, &grad, &momentum});
+    return cpu().sgd_update(weight, grad, momentum, hyper);
+  }
+
+ private:
+  static ops::Engine& cpu() noexcept { return ops::cpu::cpu_engine(); }
+
+  // The bytes from the lowest to the highest element `v` addresses; 0 for
+  // an empty view (its pointer is never read).
+  static std::pair<const char*, std::size_t> extent(const ops::TensorView& v) {
+    if (v.data == nullptr || v.size() == 0) return {nullptr, 0};
+    std::int64_t low = 0, high = 0;
+    for (int i = 0; i < v.rank; ++i) {
+      const std::int64_t span = (v.shape[i] - 1) * v.strides[i];
+      (span < 0 ? low : high) += span;
+    }
+    const std::size_t elem = size_of(v.dtype);
+    const char* first = static_cast<const char*>(v.data) + low * std::int64_t(elem);
+    return {first, std::size_t(high - low) * elem + elem};
+  }
+
+  void on_device(const char* kernel, std::initializer_list<const ops::TensorView*> views) {
+    kernels_.fetch_add(1);
+    for (const ops::TensorView* v : views) {
+      auto [p, bytes] = extent(*v);
+      if (bytes && !device_.holds(p, bytes)) violation(kernel, "a view that is not in gpu(0)'s memory");
+    }
+  }
+  void on_host(const char* kernel, const ops::TensorView& v) {
+    auto [p, bytes] = extent(v);
+    if (bytes && device_.touches(p, bytes)) violation(kernel, "a host view that lies in gpu(0)'s memory");
+  }
+  [[noreturn]] void violation(const char* kernel, const char* what) {
+    violations_.fetch_add(1);
+    throw std::logic_error(std::string("SimGpu: the GPU engine's ") + kernel + " was given " + what +
+                           " (a real GPU would fault here)");
+  }
+
+  const TrackedSegmentSource& device_;
+  std::atomic<std::uint64_t> to_host_{0}, from_host_{0}, kernels_{0}, violations_{0};
+};
+
+// gpu(0), simulated: probe, caching allocator and engine, registered for the
+// object's lifetime. See the top of this file.
+class SimGpu {
+ public:
+  static constexpr std::size_t kDefaultBudget = std::size_t(1) << 30;  // "device" capacity (host memory on demand)
+
+  explicit SimGpu(std::size_t budget = kDefaultBudget) : gpu_(budget), engine_(*gpu_.tracked) {
+    memory::register_allocator(Device::gpu(0), &gpu_.alloc);
+    memory::set_limit(Device::gpu(0), 0);  // whatever NDGC_GPU_MAX_BYTES says: the budget is the bound
+    ops::register_engine(DeviceType::gpu, &engine_);
+  }
+  ~SimGpu() {
+    gc::poll();  // orphans of gpu(0) close while its allocator is still there
+    ops::register_engine(DeviceType::gpu, nullptr);
+    memory::register_allocator(Device::gpu(0), nullptr);
+  }
+  SimGpu(const SimGpu&) = delete;
+  SimGpu& operator=(const SimGpu&) = delete;
+
+  SimEngine& engine() noexcept { return engine_; }
+  memory::CachingDeviceAllocator& allocator() noexcept { return gpu_.alloc; }
+  memory::HostSegmentSource& source() noexcept { return *gpu_.source; }
+  std::uint64_t to_host_calls() const noexcept { return engine_.to_host_calls(); }
+  std::uint64_t from_host_calls() const noexcept { return engine_.from_host_calls(); }
+  void reset_counts() noexcept { engine_.reset_counts(); }
+  // Bytes handed out on gpu(0) now (memory::stats(gpu(0)).current_bytes).
+  std::uint64_t bytes_in_use() const noexcept { return gpu_.alloc.stats().current_bytes; }
+
+ private:
+  FakeGpuProbe probe_{1};  // first: registered before, unregistered after the rest
+  FakeGpu gpu_;
+  SimEngine engine_;
+};
+
+}  // namespace ndgc::test
