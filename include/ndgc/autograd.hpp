@@ -36,7 +36,10 @@
 // choice): parameters' gradients sit in the model's manager and close with
 // it. Moving the array later does not move its gradient; closing the array
 // alone drops its handle to the gradient (the manager or auto-close closes
-// it).
+// it). Devices: an op's inputs share one device, and x.to_device(d) is
+// recorded like any op; backward copies its gradient back to x's device, so
+// a host array that requires a gradient may feed a computation on a GPU (and
+// the reverse), each crossing costing one transfer in backward as in forward.
 //
 // Thread-safety: a collector belongs to the thread that made it and must end
 // there. Arrays that require gradients may be read by any thread; two

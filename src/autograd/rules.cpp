@@ -472,6 +472,19 @@ void to_type_rule(Rule& r) {
   if (is_floating(px->dtype)) r.out[0] = copy(r.g.view(), px->shape, px->dtype, r.device());
 }
 
+// Note [Gradient across devices]
+// y = x.to_device(d) is the identity on values, so dx = dy, but dy lives on
+// d and x's gradient (and every node that produced x) on x's device: the
+// rule copies it back. Every other rule keeps its input's device, because
+// ops refuse inputs on different devices (DeviceMismatch), so this is the
+// only place a backward pass crosses devices, and it costs one transfer per
+// to_device in the forward pass, the same as the forward copy.
+void to_device_rule(Rule& r) {
+  Pinned px = r.input(0);
+  if (px->device == r.device()) r.out[0] = std::move(r.g);  // a copy on one device: as OpKind::copy
+  else r.out[0] = transfer(r.g.view(), r.device(), px->device);
+}
+
 }  // namespace
 
 void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
@@ -506,6 +519,7 @@ void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
     case OpKind::copy: out[0] = std::move(r.g); break;
     case OpKind::linear: linear_rule(r); break;
     case OpKind::sparse_softmax_cross_entropy: sparse_cross_entropy_rule(r); break;
+    case OpKind::to_device: to_device_rule(r); break;
   }
 }
 

@@ -56,6 +56,9 @@ Scratch full(const Shape& shape, DataType dtype, Device device, double value);
 // A contiguous copy of `in` (broadcast to `shape`), converted to `dtype`.
 Scratch copy(const TensorView& in, const Shape& shape, DataType dtype, Device device);
 Scratch copy(const Scratch& in);
+// A contiguous copy of `in` (on device `from`) on device `to`, through the
+// engines' transfers: to_device's gradient going back to its source.
+Scratch transfer(const TensorView& in, Device from, Device to);
 Scratch unary(Unary op, const TensorView& in, Device device);
 // a op b, both broadcast to `shape`; comparisons give booleans.
 Scratch binary(Binary op, const TensorView& a, const TensorView& b, const Shape& shape, Device device);

@@ -38,6 +38,7 @@ enum class OpKind : std::uint8_t {
   copy,           // dup / contiguous copy
   linear,         // inputs: x [m, k], weight [k, n], bias [n]; out = x × weight + bias
   sparse_softmax_cross_entropy,  // inputs: logits [..., classes] (contiguous), labels (one per row)
+  to_device,      // the output is the input copied to another device (or to its own)
 };
 
 struct OpRecord {

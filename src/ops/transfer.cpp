@@ -3,10 +3,15 @@
 // The CPU side is always a contiguous host view; the GPU engine stages it
 // through pinned memory (gpu/cuda_engine.cpp). GPU → another GPU goes through
 // a host buffer: simple, and rare enough (peer copies are for later).
+//
+// Under a GradientCollector the copy is recorded: backward sends the
+// gradient back to the source's device (autograd/rules.cpp), so a model on
+// the GPU can take a host array that requires a gradient, and the reverse.
 #include <vector>
 
 #include "ndgc/ndarray.hpp"
 #include "ops/op_support.hpp"
+#include "ops/record.hpp"
 #include "support/gpu_probe.hpp"
 
 namespace ndgc {
@@ -31,7 +36,9 @@ NDArray NDArray::to_device(Device device, Site site) const {
     engine(a->device).to_host(in, staged);
     engine(device).from_host(staged, dst);
   }
-  return publish_like(std::move(out), *a, "to_device");
+  NDArray result = publish_like(std::move(out), *a, "to_device");
+  record({.kind = OpKind::to_device}, {*this}, result);
+  return result;
 }
 
 }  // namespace ndgc
