@@ -69,13 +69,17 @@ class BatchRange;
 
 // Samples stored as arrays: features [N, ...] and labels [N, ...]. A batch's
 // arrays are rows of these gathered into new contiguous arrays (bulk copies;
-// runs of consecutive rows in one copy), on the features' device.
+// runs of consecutive rows in one copy), on the batch manager's device, the
+// device of the manager passed to batches() / get_batch(): host data feeding
+// a model on a GPU is gathered on the host and copied to the GPU in one
+// transfer per array, on the prefetch thread when prefetching (so it
+// overlaps the step). fit() passes the trainer's manager, which is on the
+// model's device.
 class ArrayDataset : public Dataset {
  public:
   ArrayDataset(NDArray features, NDArray labels);  // InvalidArgument unless both have N rows
   std::int64_t size() const override;
-  // InvalidArgument for an index outside [0, size()); DeviceMismatch when
-  // `parent` is on another device than the arrays.
+  // The batch on `parent`'s device. InvalidArgument for an index outside [0, size()).
   Batch get_batch(const ManagerRef& parent, std::span<const std::int64_t> indices) const override;
 
   // Each setter throws InvalidArgument for an out-of-range value.

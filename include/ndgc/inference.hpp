@@ -20,7 +20,10 @@
 // that must outlive the call is the translator's to move out, e.g. with
 // ctx.ret() to the predictor's manager, which then keeps it until the
 // predictor ends.) predict() never records: it pauses any GradientCollector
-// of the calling thread.
+// of the calling thread. Devices: the context is on the model's device, so a
+// translator that creates its inputs in it creates them there; inputs it
+// made elsewhere are copied to the model's device (into the context) before
+// the forward pass, and the outputs are on the model's device.
 //
 // Thread-safety: predict() may be called from several threads at once on one
 // predictor (each call has its own context; parameters are only read) as
@@ -61,7 +64,10 @@ class PredictorCore {
   Model& model() noexcept { return model_; }
   // A new context manager for one call.
   [[nodiscard]] NDManager new_context();
-  NDList forward(const NDList& inputs);
+  // The block's forward pass on the model's device: inputs elsewhere (a
+  // translator that made host arrays for a model on a GPU) are copied there
+  // first, the copies attached to `context` so they close with the call.
+  NDList forward(const ManagerRef& context, const NDList& inputs);
 
  private:
   Model& model_;
@@ -83,7 +89,7 @@ class Predictor {
     autograd::NoGradient pause;
     NDManager context = core_.new_context();
     NDList inputs = translator_->process_input(context, input);
-    NDList outputs = core_.forward(inputs);
+    NDList outputs = core_.forward(context, inputs);
     return translator_->process_output(context, outputs);
   }  // the context closes here, after the result is built
 

@@ -49,6 +49,11 @@ class NDList {
   // Closes every array in the list (DJL's NDList.close()); empty handles and
   // arrays closed already are skipped. The handles stay in the list.
   void close(Site site = Site::current()) const;
+  // DJL's NDList.toDevice: each array on `device`: with copy false, arrays
+  // already there are the same handles and the others are to_device copies
+  // (each joining its source's manager, as to_device's output does); with
+  // copy true, every array is copied.
+  NDList to_device(Device device, bool copy = false, Site site = Site::current()) const;
   // The manager of the first array (DJL's NDList.getManager()):
   // InvalidArgument when the list is empty.
   ManagerRef manager() const;

@@ -34,6 +34,18 @@
 // loss) stay valid until the next step begins; copy one out with
 // workspace::detach to keep it longer.
 //
+// Devices (DJL's trainer devices): a model made on Device::gpu(i) trains
+// there. Parameters, gradients, the optimizer's state, the trainer's and
+// batches' managers and the metrics' running totals are on that device;
+// fit()'s batches are made on it (host data is gathered on the host and
+// copied over, see ndgc/data.hpp), and train_batch() / validate_batch()
+// copy a batch that is elsewhere (a custom Dataset, a batch made by hand)
+// to it first. A step reads nothing back to the host: its loss is a
+// LossValue, read only when someone asks (Note [Deferred loss] in
+// src/training/trainer.cpp), and Accuracy and LossMetric add up on the
+// device, read once when value() is asked (at the end of each epoch). So
+// the only device→host copies in a GPU step are those a listener makes.
+//
 // Thread-safety: a Trainer is used by one thread at a time.
 #pragma once
 
@@ -58,6 +70,35 @@ namespace ndgc::training {
 
 class Trainer;
 
+// ---- a step's loss -------------------------------------------------------------
+
+// A batch's loss as the trainer computed it: a 0-d array on the model's
+// device, and its value, read from there the first time it is asked for (a
+// host synchronisation on a GPU) and remembered. Converts to double, so
+// `double loss = trainer.train_batch(batch);` reads it as before, while a
+// loop that ignores the result (fit()) reads nothing. The array lives in the
+// batch's manager (in the step's workspace with WorkspaceMode::enabled): read
+// the value before the batch closes (or the next step begins), or value()
+// throws ArrayClosed. Not thread-safe: one thread reads a given object.
+class LossValue {
+ public:
+  LossValue() = default;
+  LossValue(double value) noexcept : value_(value), read_(true) {}  // a value already on the host
+  explicit LossValue(NDArray loss) noexcept : array_(std::move(loss)) {}
+
+  double value() const;
+  operator double() const { return value(); }
+  // Whether value() will read nothing (read already, or made from a double).
+  bool is_read() const noexcept { return read_; }
+  // The loss array (empty when made from a double).
+  const NDArray& array() const noexcept { return array_; }
+
+ private:
+  NDArray array_;
+  mutable double value_ = 0;
+  mutable bool read_ = false;
+};
+
 // ---- metrics -------------------------------------------------------------------
 
 class Metric {
@@ -68,6 +109,13 @@ class Metric {
   virtual void reset() = 0;
   // One batch: its labels, the predictions and the batch's loss value.
   virtual void update(const NDList& labels, const NDList& predictions, double loss) = 0;
+  // One batch as the Trainer reports it, the loss not yet read. The default
+  // reads it (a host synchronisation when it is on a GPU) and calls
+  // update(). A metric that can keep its running totals on the batch's
+  // device overrides it: Accuracy and LossMetric do, on a GPU, in manager().
+  virtual void accumulate(const NDList& labels, const NDList& predictions, const LossValue& loss) {
+    update(labels, predictions, loss.value());
+  }
   // The value over the batches since reset() (NaN before any).
   virtual double value() const = 0;
   // A fresh metric of the same kind (the trainer keeps one for training and
@@ -80,42 +128,56 @@ class Metric {
   virtual std::vector<double> totals() const { return {}; }
   virtual void set_totals(const std::vector<double>& /*totals*/) {}
 
+  // Where the metric may keep arrays from batch to batch (its running
+  // totals on a GPU). The Trainer gives its own manager, on the model's
+  // device. Unset (a metric used alone): totals stay on the host.
+  void set_manager(ManagerRef manager) noexcept { manager_ = std::move(manager); }
+  const ManagerRef& manager() const noexcept { return manager_; }
+
  private:
   std::string name_;
+  ManagerRef manager_;
 };
 
 // Share of rows whose arg-max prediction (last axis) equals the label (class
 // indices, as SoftmaxCrossEntropyLoss takes them).
+// On a GPU (with a manager() there), accumulate() adds each batch's count of
+// correct rows into a 0-d int64 array on the device; value() and totals()
+// read it (one device→host copy each).
 class Accuracy : public Metric {
  public:
   explicit Accuracy(std::string name = "accuracy") : Metric(std::move(name)) {}
-  void reset() override { correct_ = total_ = 0; }
+  void reset() override;
   void update(const NDList& labels, const NDList& predictions, double loss) override;
+  void accumulate(const NDList& labels, const NDList& predictions, const LossValue& loss) override;
   double value() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<Accuracy>(name()); }
-  std::vector<double> totals() const override { return {double(correct_), double(total_)}; }
-  void set_totals(const std::vector<double>& t) override {
-    correct_ = std::int64_t(t.at(0)), total_ = std::int64_t(t.at(1));
-  }
+  std::vector<double> totals() const override;
+  void set_totals(const std::vector<double>& t) override;
 
  private:
-  std::int64_t correct_ = 0, total_ = 0;
+  std::int64_t correct_ = 0, total_ = 0;  // on the host
+  NDArray device_correct_;                // on the device: added to correct_ when read
 };
 
-// The mean loss, weighted by batch size.
+// The mean loss, weighted by batch size. On a GPU (with a manager() there),
+// accumulate() adds loss × rows into a 0-d float64 array on the device
+// instead of reading each batch's loss; value() and totals() read it.
 class LossMetric : public Metric {
  public:
   explicit LossMetric(std::string name = "loss") : Metric(std::move(name)) {}
-  void reset() override { sum_ = 0, rows_ = 0; }
+  void reset() override;
   void update(const NDList& labels, const NDList& predictions, double loss) override;
+  void accumulate(const NDList& labels, const NDList& predictions, const LossValue& loss) override;
   double value() const override;
   std::unique_ptr<Metric> clone() const override { return std::make_unique<LossMetric>(name()); }
-  std::vector<double> totals() const override { return {sum_, double(rows_)}; }
-  void set_totals(const std::vector<double>& t) override { sum_ = t.at(0), rows_ = std::int64_t(t.at(1)); }
+  std::vector<double> totals() const override;
+  void set_totals(const std::vector<double>& t) override;
 
  private:
-  double sum_ = 0;
+  double sum_ = 0;  // on the host
   std::int64_t rows_ = 0;
+  NDArray device_sum_;  // on the device: added to sum_ when read
 };
 
 // ---- listeners ------------------------------------------------------------------
@@ -124,8 +186,8 @@ struct BatchResult {
   std::int64_t epoch = 0;
   std::int64_t index = 0;  // in its epoch
   std::int64_t size = 0;   // rows
-  double loss = 0;
-  bool training = true;  // false: a validation batch
+  LossValue loss;          // read on demand: a listener that never reads it costs no host copy
+  bool training = true;    // false: a validation batch
 };
 
 // Hooks called by fit() (and by custom loops through Trainer::notify_*).
@@ -238,7 +300,7 @@ struct TrainingConfig {
   // on every rank: let one rank write files (reducer->rank() == 0).
   std::shared_ptr<GradientReducer> gradient_reducer;
   WorkspaceMode workspace_mode = WorkspaceMode::none;
-  workspace::Config workspace;  // the step workspace's policies (enabled only)
+  workspace::Config workspace;  // the step workspace's policies (enabled only); its device is the model's
 };
 
 class Trainer {
@@ -252,6 +314,8 @@ class Trainer {
 
   Model& model() noexcept { return model_; }
   ManagerRef manager() const noexcept { return manager_; }
+  // The model's device: where the trainer computes.
+  Device device() const noexcept { return device_; }
   const TrainingConfig& config() const noexcept { return config_; }
 
   // Zeroes the parameters' gradients and starts recording on this thread.
@@ -259,11 +323,12 @@ class Trainer {
   NDList forward(const NDList& inputs);
   // One optimizer update of every parameter from its gradient.
   void step();
-  // forward, loss, backward and step on `batch`; updates the training
-  // metrics and tells the listeners. Returns the loss.
-  double train_batch(const data::Batch& batch, std::int64_t epoch = 0);
+  // forward, loss, backward and step on `batch` (copied to device() first
+  // if it is elsewhere); updates the training metrics and tells the
+  // listeners. Returns the loss, unread (see LossValue).
+  LossValue train_batch(const data::Batch& batch, std::int64_t epoch = 0);
   // forward and loss without recording; updates the validation metrics.
-  double validate_batch(const data::Batch& batch, std::int64_t epoch = 0);
+  LossValue validate_batch(const data::Batch& batch, std::int64_t epoch = 0);
 
   // Metrics of the epoch in progress ("loss" first, then the configured ones).
   const std::vector<std::unique_ptr<Metric>>& training_metrics() const noexcept { return train_metrics_; }
@@ -282,11 +347,12 @@ class Trainer {
 
  private:
   void reduce_metrics(bool validated);
-  double train_step(const data::Batch& batch, std::int64_t epoch);
-  double validate_step(const data::Batch& batch, std::int64_t epoch);
+  LossValue train_step(const data::Batch& batch, std::int64_t epoch);
+  LossValue validate_step(const data::Batch& batch, std::int64_t epoch);
 
   Model& model_;
   TrainingConfig config_;
+  Device device_;
   NDManager manager_;
   nn::ParameterList parameters_;
   NDList parameter_arrays_;

@@ -2,6 +2,7 @@
 #include "autograd/scratch.hpp"
 
 #include "ops/op_support.hpp"
+#include "ops/transfer.hpp"
 
 namespace ndgc::autograd::detail {
 
@@ -53,21 +54,9 @@ Scratch copy(const TensorView& in, const Shape& shape, DataType dtype, Device de
 
 Scratch copy(const Scratch& in) { return copy(in.view(), in.shape(), in.dtype(), in.device()); }
 
-// The same routes as NDArray::to_device (ops/transfer.cpp).
 Scratch transfer(const TensorView& in, Device from, Device to) {
-  const Shape shape = shape_of(in);
-  if (from == to) return copy(in, shape, in.dtype, to);
-  Scratch s(shape, in.dtype, to);
-  if (shape.size() == 0) return s;
-  if (from.is_cpu()) {
-    s.engine().from_host(in, s.view());
-  } else if (to.is_cpu()) {
-    ops::engine(from).to_host(in, s.view());
-  } else {
-    Scratch staged(shape, in.dtype, Device::cpu());
-    ops::engine(from).to_host(in, staged.view());
-    s.engine().from_host(staged.view(), s.view());
-  }
+  Scratch s(shape_of(in), in.dtype, to);
+  ops::copy_between(in, from, s.view(), to);
   return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include "data/new_array.hpp"
 #include "ops/op_support.hpp"
+#include "ops/transfer.hpp"
 
 namespace ndgc::data::detail {
 
@@ -17,10 +18,6 @@ NDArray gather_rows(const NDArray& source, std::span<const std::int64_t> indices
   ndgc::detail::Pinned src(source, op);
   if (src->shape.rank() == 0)
     throw InvalidArgument(fmt::format("{}: {} is a scalar; samples are rows along axis 0", op, ops::describe(*src)));
-  if (src->device != m.device())
-    throw DeviceMismatch(fmt::format("{}: {} is on {} but the batch manager '{}' is on {}", op,
-                                     ops::describe(*src), src->device.to_string(), m.path(),
-                                     m.device().to_string()));
   const std::int64_t rows = src->shape[0];
   for (std::size_t i = 0; i < indices.size(); ++i)
     if (indices[i] < 0 || indices[i] >= rows)
@@ -29,6 +26,7 @@ NDArray gather_rows(const NDArray& source, std::span<const std::int64_t> indices
 
   Shape shape = src->shape;
   shape[0] = std::int64_t(indices.size());
+  // Gathered where the source is; see Note [Batches for another device].
   std::unique_ptr<ndgc::detail::ArrayImpl> out = ops::new_output(shape, src->dtype, src->device, site, op);
   const std::int64_t row_elements = shape[0] == 0 ? 0 : out->size() / shape[0];
   const std::size_t elem = size_of(src->dtype);
@@ -50,6 +48,11 @@ NDArray gather_rows(const NDArray& source, std::span<const std::int64_t> indices
       ops::engine(src->device).copy(in, to);
     }
     i += run;
+  }
+  if (m.device() != src->device) {
+    std::unique_ptr<ndgc::detail::ArrayImpl> moved = ops::new_output(shape, src->dtype, m.device(), site, op);
+    ops::copy_between(ops::view_of(*out), src->device, ops::view_of(*moved), m.device());
+    out = std::move(moved);  // the staging copy is freed here
   }
   return ndgc::detail::publish(std::move(out), m, ndgc::detail::Join::create, op);
 }

@@ -21,7 +21,17 @@ PredictorCore::~PredictorCore() = default;
 
 NDManager PredictorCore::new_context() { return manager_.new_sub_manager("predict"); }
 
-NDList PredictorCore::forward(const NDList& inputs) { return model_.block().forward(inputs); }
+NDList PredictorCore::forward(const ManagerRef& context, const NDList& inputs) {
+  const Device device = model_.manager().device();
+  for (const NDArray& a : inputs)
+    if (a.device() != device) {
+      NDList moved = inputs.to_device(device);
+      for (std::size_t i = 0; i < moved.size(); ++i)
+        if (!moved[i].same(inputs[i])) moved[i].attach(context);
+      return model_.block().forward(moved);
+    }
+  return model_.block().forward(inputs);
+}
 
 }  // namespace detail
 

@@ -1,5 +1,19 @@
 // Trainer: the model's parameters, the optimizer and loss, metrics and
 // listeners, and one training step. Manager layout in ndgc/training.hpp.
+//
+// Note [Deferred loss]
+// A step used to end with loss.item(): on a GPU that waits for the whole
+// step's kernels and copies 4 bytes back, every step, although most loops
+// (fit() among them) never look at the number. So a step hands out the
+// loss as a LossValue (the 0-d array and a lazily read double) to the
+// metrics, the listeners and its caller, and whoever asks pays the read.
+// On the CPU the read is a plain load, and LossMetric still takes it per
+// step on the host (bit-for-bit the old sums, no extra op per step); on a
+// GPU, LossMetric and Accuracy add into device arrays instead, read when
+// the epoch's value is asked for. LossValue converts to double, so callers
+// that wrote `double loss = trainer.train_batch(b)` compile and read as
+// before; existing Metric subclasses keep update(double), which the default
+// accumulate() feeds by reading the loss.
 #include <atomic>
 
 #include <fmt/format.h>
@@ -10,18 +24,40 @@
 namespace ndgc::training {
 namespace {
 
-void make_metrics(const TrainingConfig& config, std::vector<std::unique_ptr<Metric>>& out) {
+void make_metrics(const TrainingConfig& config, const ManagerRef& manager, std::vector<std::unique_ptr<Metric>>& out) {
   out.clear();
   out.push_back(std::make_unique<LossMetric>());
   for (const auto& m : config.metrics) {
     if (!m) throw InvalidArgument("Trainer: a metric in the configuration is null");
     out.push_back(m->clone());
   }
+  for (auto& m : out) m->set_manager(manager);
+}
+
+// `list` itself when every array is on `device`, else a list of copies there
+// in `moved` (each joining its source's manager: the batch's). No allocation
+// when nothing moves (issue 16's per-step budget).
+const NDList& on_device(const NDList& list, Device device, NDList& moved) {
+  for (const NDArray& a : list)
+    if (a.device() != device) {
+      moved = list.to_device(device);
+      return moved;
+    }
+  return list;
 }
 
 }  // namespace
 
-Trainer::Trainer(Model& model, TrainingConfig config) : model_(model), config_(std::move(config)) {
+double LossValue::value() const {
+  if (!read_) {
+    value_ = array_.item<double>();
+    read_ = true;
+  }
+  return value_;
+}
+
+Trainer::Trainer(Model& model, TrainingConfig config)
+    : model_(model), config_(std::move(config)), device_(model.manager().device()) {
   if (!config_.loss) throw InvalidArgument("Trainer: the configuration has no loss");
   if (!config_.optimizer) throw InvalidArgument("Trainer: the configuration has no optimizer");
   if (!model_.block().is_initialized())
@@ -32,9 +68,10 @@ Trainer::Trainer(Model& model, TrainingConfig config) : model_(model), config_(s
   parameters_ = model_.parameters();
   for (const nn::NamedParameter& p : parameters_) parameter_arrays_.push_back(p.parameter->array());
   config_.optimizer->prepare(parameters_);
-  make_metrics(config_, train_metrics_);
-  make_metrics(config_, validate_metrics_);
   manager_ = model_.manager().new_sub_manager("trainer");
+  make_metrics(config_, manager_, train_metrics_);
+  make_metrics(config_, manager_, validate_metrics_);
+  config_.workspace.device = device_;  // the step's arrays are on the model's device
   if (config_.gradient_reducer) config_.gradient_reducer->broadcast_parameters(parameter_arrays_);
   if (config_.workspace_mode == WorkspaceMode::enabled) {
     static std::atomic<std::uint64_t> next{1};
@@ -61,48 +98,54 @@ NDList Trainer::forward(const NDList& inputs) { return model_.block().forward(in
 
 void Trainer::step() { config_.optimizer->update(parameters_); }
 
-double Trainer::train_batch(const data::Batch& batch, std::int64_t epoch) {
+LossValue Trainer::train_batch(const data::Batch& batch, std::int64_t epoch) {
   if (workspace_name_.empty()) return train_step(batch, epoch);
   workspace::Scope ws = workspace::activate(config_.workspace, workspace_name_);
   return train_step(batch, epoch);
 }
 
-double Trainer::validate_batch(const data::Batch& batch, std::int64_t epoch) {
+LossValue Trainer::validate_batch(const data::Batch& batch, std::int64_t epoch) {
   if (workspace_name_.empty()) return validate_step(batch, epoch);
   workspace::Scope ws = workspace::activate(config_.workspace, workspace_name_);
   return validate_step(batch, epoch);
 }
 
-double Trainer::train_step(const data::Batch& batch, std::int64_t epoch) {
+LossValue Trainer::train_step(const data::Batch& batch, std::int64_t epoch) {
+  NDList moved_data, moved_labels;
+  const NDList& data = on_device(batch.data, device_, moved_data);
+  const NDList& labels = on_device(batch.labels, device_, moved_labels);
   NDList predictions;
-  double loss_value;
+  NDArray loss;
   {
     GradientCollector collector = new_gradient_collector();
-    predictions = forward(batch.data);
-    NDArray loss = config_.loss->evaluate(batch.labels, predictions);
+    predictions = forward(data);
+    loss = config_.loss->evaluate(labels, predictions);
     GradientReducer* reducer = config_.gradient_reducer.get();
     if (reducer && reducer->begin_reduction(parameter_arrays_, batch.size))  // all-reduces start during backward
       collector.backward(loss, parameter_arrays_, [reducer](std::size_t i) { reducer->gradient_ready(i); });
     else
       collector.backward(loss);
-    loss_value = loss.item<double>();
   }
   if (config_.gradient_reducer) config_.gradient_reducer->reduce_gradients(parameter_arrays_, batch.size);
   step();
-  for (auto& m : train_metrics_) m->update(batch.labels, predictions, loss_value);
-  const BatchResult result{epoch, batch.index, batch.size, loss_value, true};
+  const LossValue value(std::move(loss));  // read by whoever asks: Note [Deferred loss]
+  for (auto& m : train_metrics_) m->accumulate(labels, predictions, value);
+  const BatchResult result{epoch, batch.index, batch.size, value, true};
   for (auto& l : config_.listeners) l->on_batch_end(*this, result);
-  return loss_value;
+  return result.loss;
 }
 
-double Trainer::validate_step(const data::Batch& batch, std::int64_t epoch) {
+LossValue Trainer::validate_step(const data::Batch& batch, std::int64_t epoch) {
   autograd::NoGradient pause;
-  NDList predictions = forward(batch.data);
-  const double loss_value = config_.loss->evaluate(batch.labels, predictions).item<double>();
-  for (auto& m : validate_metrics_) m->update(batch.labels, predictions, loss_value);
-  const BatchResult result{epoch, batch.index, batch.size, loss_value, false};
+  NDList moved_data, moved_labels;
+  const NDList& data = on_device(batch.data, device_, moved_data);
+  const NDList& labels = on_device(batch.labels, device_, moved_labels);
+  NDList predictions = forward(data);
+  const LossValue value(config_.loss->evaluate(labels, predictions));
+  for (auto& m : validate_metrics_) m->accumulate(labels, predictions, value);
+  const BatchResult result{epoch, batch.index, batch.size, value, false};
   for (auto& l : config_.listeners) l->on_batch_end(*this, result);
-  return loss_value;
+  return result.loss;
 }
 
 // Sums every metric's totals over ranks in one call (the same metrics, in
