@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "data_test_util.hpp"
+#include "sim_gpu.hpp"
 
 using namespace ndgc;
 using namespace ndgc::data_test;
@@ -220,4 +221,37 @@ TEST_CASE("set_shard: every rank's batches are slices of the same global batches
   std::int64_t seen = 0;
   for (data::Batch& b : short_tail.batches(m, 0)) seen += b.size;
   CHECK(seen == 6);
+}
+
+// Note [Batches for another device] (src/data/gather.hpp), on the simulated
+// GPU: host rows gathered, then one transfer per array into the batch.
+TEST_CASE("ArrayDataset: a parent on gpu(0) gets its batch there; host rows go over in one copy per array") {
+  test::SimGpu gpu;
+  NDManager host = NDManager::new_base_manager("ds");
+  data::ArrayDataset ds = numbered(host, 10);
+  NDManager g = NDManager::new_base_manager("steps", Device::gpu(0));
+  const std::uint64_t host_bytes = memory::stats(Device::cpu()).current_bytes;
+  {
+    data::Batch b = ds.get_batch(g, std::vector<std::int64_t>{7, 2, 3, 4});
+    CHECK(b.manager.device() == Device::gpu(0));
+    CHECK(b.data[0].device() == Device::gpu(0));
+    CHECK(b.labels[0].device() == Device::gpu(0));
+    CHECK(gpu.from_host_calls() == 2);
+    CHECK(labels_of(b) == std::vector<std::int64_t>{7, 2, 3, 4});
+    CHECK(b.data[0].to_vector<float>() == std::vector<float>{21, 22, 23, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+    CHECK(memory::stats(Device::cpu()).current_bytes == host_bytes);  // the host staging copies are gone
+    CHECK(gpu.bytes_in_use() > 0);
+  }
+  CHECK(gpu.bytes_in_use() == 0);
+  // The reverse: rows on the GPU, a batch for a host parent (gathered there, one copy back).
+  data::ArrayDataset on_gpu(ds.features().to_device(Device::gpu(0)), ds.labels().to_device(Device::gpu(0)));
+  gpu.reset_counts();
+  data::Batch b = on_gpu.get_batch(host, std::vector<std::int64_t>{1, 9});
+  CHECK(b.data[0].device() == Device::cpu());
+  CHECK(gpu.to_host_calls() == 2);
+  CHECK(labels_of(b) == std::vector<std::int64_t>{1, 9});
+  // A bad index is still InvalidArgument, before any copy.
+  CHECK_THROWS_WITH_AS(ds.get_batch(g, std::vector<std::int64_t>{10}), doctest::Contains("outside [0, 10)"),
+                       InvalidArgument);
+  CHECK(g.sub_managers().empty());
 }
