@@ -32,4 +32,12 @@ struct Device {
 // for i >= gpu_count() throws InvalidArgument saying which of the two it is.
 int gpu_count() noexcept;
 
+// Throws InvalidArgument unless `device` can hold arrays here: the CPU, or
+// gpu(i) with the CUDA engine linked and i < gpu_count(). The message starts
+// with `what` (the caller: "ndgc-train --device gpu:1"), names the device and
+// says why not: the engine is not linked, no usable GPU (with the driver's
+// reason), or the index is out of range. For programs that check a device
+// from their command line before doing any work.
+void check_device(Device device, const std::string& what);
+
 }  // namespace ndgc

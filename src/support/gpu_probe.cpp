@@ -48,6 +48,8 @@ void check_device(Device device, const char* op) {
 
 }  // namespace support
 
+void check_device(Device device, const std::string& what) { support::check_device(device, what.c_str()); }
+
 int gpu_count() noexcept {
   const support::GpuProbe* probe = support::g_probe.load(std::memory_order_acquire);
   return probe ? probe->count() : 0;

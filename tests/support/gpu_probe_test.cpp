@@ -75,3 +75,14 @@ TEST_CASE("an index past gpu_count() is out of range, naming the devices there a
   CHECK(message_of(Device::gpu(-1)).find("out of range") != std::string::npos);
   CHECK(message_of(Device{DeviceType::cpu, 1}).find("not a valid device") != std::string::npos);
 }
+
+TEST_CASE("ndgc::check_device: the public check, its message starting with the caller's words") {
+  CHECK_NOTHROW(check_device(Device::cpu(), "tool --device cpu"));
+  CHECK_THROWS_WITH_AS(check_device(Device::gpu(0), "tool --device gpu:0"),
+                       doctest::Contains("tool --device gpu:0: gpu(0) is not available: the CUDA engine is not linked"),
+                       InvalidArgument);
+  FakeProbe probe(0);
+  CHECK_THROWS_WITH_AS(check_device(Device::gpu(0), "tool"),
+                       doctest::Contains("tool: gpu(0) is not available: no usable GPU (cudaGetDeviceCount"),
+                       InvalidArgument);
+}

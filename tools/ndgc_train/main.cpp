@@ -3,9 +3,13 @@
 //
 //   ndgc-train --leak model --autoclose off --epochs 3     # one run: progress, table, leak report
 //   ndgc-train --compare --leak model --epochs 3 --out out # off, on, trace side by side, CSV/JSON/SVG
+//   ndgc-train --compare --leak model --device gpu --gpu-limit 64m   # on the GPU; the leak dies of OutOfMemory
 //
-// Exit codes: 0 success, 1 a run failed (missing data, a child that did not
-// finish, a file that cannot be written), 2 bad command line.
+// Exit codes: 0 success (with --compare: every configuration gave a result,
+// a run that died of OutOfMemory included), 1 a run failed (missing data, a
+// child that did not finish, a file that cannot be written, a single run that
+// died of OutOfMemory), 2 bad command line or a --device this machine
+// cannot use.
 #include <unistd.h>
 
 #include <iostream>
@@ -29,8 +33,19 @@ using namespace ndgc::train_tool;
 
 std::string chart_title(const Options& o, const std::vector<RunResult>& runs) {
   const std::int64_t batches = runs.empty() ? 0 : runs.front().batches_per_epoch;
-  return fmt::format("ndgc-train --leak {}: {} epochs of {} batches of {}", to_string(o.leak), o.epochs, batches,
-                     o.batch_size);
+  return fmt::format("ndgc-train --leak {}: {} epochs of {} batches of {}{}", to_string(o.leak), o.epochs, batches,
+                     o.batch_size, o.device.is_cpu() ? "" : " on " + o.device.to_string());
+}
+
+// One line naming the device and why it cannot be used, or empty.
+std::string device_problem(const Options& o) {
+  if (o.device.is_cpu()) return {};
+  try {
+    ndgc::check_device(o.device, "ndgc-train --device " + device_argument(o.device));
+  } catch (const ndgc::InvalidArgument& e) {
+    return e.what();
+  }
+  return {};
 }
 
 void print_written(const std::vector<std::filesystem::path>& paths) {
@@ -66,7 +81,7 @@ int single(const Options& o) {
   write_file(stem.string() + ".csv", to_csv({r}));
   write_file(stem.string() + ".svg", render_chart({r}, chart_title(o, {r})));
   print_written({stem.string() + ".csv", json, stem.string() + ".svg"});
-  return 0;
+  return r.failure ? 1 : 0;
 }
 
 }  // namespace
@@ -78,6 +93,10 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   }
   const Options& o = *parsed.options;
+  if (const std::string problem = device_problem(o); !problem.empty()) {  // before any data is read
+    std::cerr << problem << '\n';
+    return 2;
+  }
   try {
     if (o.compare && launched_by_mpirun()) {
       std::cerr << "ndgc-train: --compare starts its configurations as child processes; under mpirun, run one "

@@ -7,6 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <ndgc/error.hpp>
+#include <ndgc/memory.hpp>
+
 namespace ndgc::train_tool {
 
 std::string_view to_string(AutoClose mode) noexcept {
@@ -24,6 +27,23 @@ std::string config_name(RunMode mode) {
 }
 
 std::string_view to_string(Leak leak) noexcept { return leak == Leak::model ? "model" : "none"; }
+
+std::optional<Device> parse_device(std::string_view text) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "gpu") return Device::gpu(0);
+  if (!text.starts_with("gpu:") || text.size() == 4 || text.size() > 6) return std::nullopt;
+  int index = 0;
+  for (char c : text.substr(4)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    index = index * 10 + (c - '0');
+  }
+  if (index >= kMaxGpus) return std::nullopt;
+  return Device::gpu(index);
+}
+
+std::string device_argument(Device device) {
+  return device.is_cpu() ? "cpu" : "gpu:" + std::to_string(device.index);
+}
 
 ParseOutcome parse_options(int argc, const char* const* argv, bool trace_available) {
   std::vector<std::string> args;
@@ -71,6 +91,29 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
                                : "Run auto-close off and on, each in a fresh process, and compare them")
       ->excludes(autoclose)
       ->excludes(workspace);
+  std::string device_name = "cpu", gpu_limit_text;
+  app.add_option("--device", device_name,
+                 "Where the model trains: cpu, gpu (gpu:0) or gpu:N; the data stays on the host and each batch is "
+                 "copied over")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return parse_device(v) ? std::string()
+                                   : "must be cpu, gpu or gpu:N with N from 0 to " + std::to_string(kMaxGpus - 1);
+          },
+          "cpu|gpu[:N]", "device"));
+  auto* gpu_limit = app.add_option("--gpu-limit", gpu_limit_text,
+                                   "Bytes the run may hold on its GPU at once (k, m, g suffixes; memory::set_limit): "
+                                   "a run over it ends in OutOfMemory, which the report shows")
+                        ->check(CLI::Validator(
+                            [](std::string& v) {
+                              try {
+                                return memory::parse_size(v, "--gpu-limit") > 0 ? std::string()
+                                                                                 : std::string("must be more than 0");
+                              } catch (const Error& e) {
+                                return std::string(e.what());
+                              }
+                            },
+                            "BYTES", "size"));
   app.add_flag("--child", o.child, "(internal) a run started by --compare")->group("");
 
   // CLI11 parses a vector given last-argument-first.
@@ -89,6 +132,17 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
   o.autoclose = autoclose_name == "on" ? AutoClose::on : autoclose_name == "trace" ? AutoClose::trace : AutoClose::off;
   o.leak = leak_name == "model" ? Leak::model : Leak::none;
   o.workspace = workspace_name == "on" || workspace_name == "ON" || workspace_name == "On";
+  o.device = *parse_device(device_name);
+  if (gpu_limit->count() > 0) {
+    if (o.device.is_cpu()) {
+      ParseOutcome bad;
+      bad.exit_code = 2;
+      bad.message = "--gpu-limit " + gpu_limit_text +
+                    ": limits a GPU's memory, so it needs --device gpu or gpu:N (for host memory, set NDGC_MAX_BYTES)\n";
+      return bad;
+    }
+    o.gpu_limit = memory::parse_size(gpu_limit_text, "--gpu-limit");
+  }
   ParseOutcome r;
   r.options = o;
   return r;
@@ -103,7 +157,9 @@ std::vector<std::string> child_arguments(const Options& o, AutoClose mode, bool 
                              "--autoclose",     std::string(to_string(mode)),
                              "--workspace",     workspace ? "on" : "off",
                              "--leak",          std::string(to_string(o.leak)),
-                             "--out",           o.out.string()};
+                             "--out",           o.out.string(),
+                             "--device",        device_argument(o.device)};
+  if (o.gpu_limit > 0) a.insert(a.end(), {"--gpu-limit", std::to_string(o.gpu_limit)});
   if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir.string()});
   a.emplace_back("--child");
   return a;

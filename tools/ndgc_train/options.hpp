@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include <ndgc/device.hpp>
+
 namespace ndgc::train_tool {
 
 // The three ways to run: auto-close off (DJL semantics), on (reference
@@ -35,6 +37,11 @@ struct RunMode {
 // "off", "on", "trace"; with a workspace "workspace" (auto-close off) or "on+workspace".
 std::string config_name(RunMode mode);
 
+// --device: "cpu", "gpu" (gpu:0) or "gpu:N"; nullopt for anything else.
+std::optional<Device> parse_device(std::string_view text);
+// How --device spells `device`: "cpu", "gpu:0".
+std::string device_argument(Device device);
+
 struct Options {
   std::int64_t epochs = 3;
   std::int64_t batch_size = 32;
@@ -48,6 +55,8 @@ struct Options {
   std::filesystem::path data_dir;  // empty: data::FashionMnist::default_directory()
   bool compare = false;
   bool child = false;  // run by --compare: progress only, no summary
+  Device device = Device::cpu();  // --device: where the model trains (the data stays on the host)
+  std::uint64_t gpu_limit = 0;    // --gpu-limit: memory::set_limit on that GPU; 0: none
 };
 
 struct ParseOutcome {

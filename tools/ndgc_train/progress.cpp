@@ -30,8 +30,8 @@ std::string progress_line(const std::string& label, std::int64_t epoch, std::int
 }
 
 ProgressBar::ProgressBar(std::ostream& out, bool terminal, std::string label, std::int64_t epochs,
-                         std::int64_t train_batches)
-    : out_(out), terminal_(terminal), label_(std::move(label)), epochs_(epochs), total_(train_batches) {}
+                         std::int64_t train_batches, Device device)
+    : out_(out), terminal_(terminal), label_(std::move(label)), epochs_(epochs), total_(train_batches), device_(device) {}
 
 void ProgressBar::on_epoch_begin(training::Trainer&, std::int64_t) {
   done_ = 0;
@@ -59,6 +59,8 @@ void ProgressBar::on_epoch_end(training::Trainer& trainer, std::int64_t epoch) {
     if (auto it = h.find("validate_accuracy"); it != h.end()) line += fmt::format(", test accuracy {:.4f}", it->second);
   }
   line += fmt::format(", {} in use", memory::format_bytes(memory::stats(Device::cpu()).current_bytes));
+  if (!device_.is_cpu())
+    line += fmt::format(", {} on {}", memory::format_bytes(memory::stats(device_).current_bytes), device_.to_string());
   if (terminal_) out_ << '\r' << line << "\x1b[K\n" << std::flush;
   else out_ << line << '\n' << std::flush;
 }

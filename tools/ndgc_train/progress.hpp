@@ -19,8 +19,10 @@ std::string progress_line(const std::string& label, std::int64_t epoch, std::int
 
 class ProgressBar : public training::TrainingListener {
  public:
-  // `train_batches`: training batches per epoch.
-  ProgressBar(std::ostream& out, bool terminal, std::string label, std::int64_t epochs, std::int64_t train_batches);
+  // `train_batches`: training batches per epoch; `device`: the model's (a
+  // GPU's bytes in use are shown beside the host's).
+  ProgressBar(std::ostream& out, bool terminal, std::string label, std::int64_t epochs, std::int64_t train_batches,
+              Device device = Device::cpu());
   void on_epoch_begin(training::Trainer&, std::int64_t epoch) override;
   void on_batch_end(training::Trainer&, const training::BatchResult& batch) override;
   void on_epoch_end(training::Trainer& trainer, std::int64_t epoch) override;
@@ -30,6 +32,7 @@ class ProgressBar : public training::TrainingListener {
   bool terminal_;
   std::string label_;
   std::int64_t epochs_, total_;
+  Device device_;
   std::int64_t done_ = 0;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };

@@ -1,4 +1,5 @@
-// EpochRecorder: one EpochRow per epoch, and two snapshots for the leak report.
+// EpochRecorder: one EpochRow per epoch, two snapshots for the leak report,
+// and where the run is (for a run that dies).
 #include "recorder.hpp"
 
 #include <ndgc/gc.hpp>
@@ -19,14 +20,55 @@ double value_or_zero(const std::map<std::string, double>& h, const char* key) {
   return it == h.end() ? 0.0 : it->second;
 }
 
+// Marks the end of a step's listeners (see recorder.hpp).
+class StepEndMarker : public training::TrainingListener {
+ public:
+  explicit StepEndMarker(bool& in_listeners) : in_listeners_(in_listeners) {}
+  void on_batch_end(training::Trainer&, const training::BatchResult&) override { in_listeners_ = false; }
+
+ private:
+  bool& in_listeners_;
+};
+
+// The first line of an error's message.
+std::string first_line(const std::string& what) { return what.substr(0, what.find('\n')); }
+
 }  // namespace
 
 void EpochRecorder::on_epoch_begin(training::Trainer&, std::int64_t epoch) {
   // Outside the epochs' times: a snapshot walks every array (~10 ms per 100k).
   if (epoch == 1) first_ = debug::snapshot();  // the arrays at the end of the first epoch
   memory::reset_peak(Device::cpu());
+  if (!device_.is_cpu()) memory::reset_peak(device_);
   reclaimed_at_start_ = gc::stats().reclaimed;
+  epoch_ = epoch;
+  trained_ = tested_ = 0;
+  in_listeners_ = last_was_test_ = false;
   start_ = std::chrono::steady_clock::now();
+}
+
+void EpochRecorder::on_batch_end(training::Trainer&, const training::BatchResult& batch) {
+  ++(batch.training ? trained_ : tested_);
+  last_was_test_ = !batch.training;
+  in_listeners_ = true;
+}
+
+std::shared_ptr<training::TrainingListener> EpochRecorder::step_end_marker() {
+  return std::make_shared<StepEndMarker>(in_listeners_);
+}
+
+RunFailure EpochRecorder::failure(std::string error, const std::string& what) const {
+  RunFailure f;
+  f.error = std::move(error);
+  f.epoch = epoch_ + 1;
+  f.message = first_line(what);
+  // The step whose listeners were running, or the one after the last that ended.
+  const bool testing = in_listeners_ ? last_was_test_ : (tested_ > 0 || (train_steps_ > 0 && trained_ >= train_steps_));
+  f.phase = testing ? "test" : "training";
+  const std::int64_t ended = testing ? tested_ : trained_;
+  f.step = in_listeners_ ? ended : ended + 1;
+  f.steps = testing ? test_steps_ : train_steps_;
+  return f;
 }
 
 void EpochRecorder::on_epoch_end(training::Trainer& trainer, std::int64_t epoch) {
@@ -42,6 +84,12 @@ void EpochRecorder::on_epoch_end(training::Trainer& trainer, std::int64_t epoch)
   row.live_arrays = arrays_below(trainer.model().manager());
   row.reclaimed = gcs.reclaimed - reclaimed_at_start_;
   row.leaked_handles = gcs.leaked_handles;
+  if (!device_.is_cpu()) {
+    const memory::Stats gpu = memory::stats(device_);
+    row.gpu_allocated_bytes = gpu.current_bytes;
+    row.gpu_reserved_bytes = gpu.reserved_bytes;
+    row.gpu_peak_bytes = gpu.peak_bytes;
+  }
   if (!trainer.history().empty()) {
     row.train_loss = value_or_zero(trainer.history().back(), "train_loss");
     row.test_accuracy = value_or_zero(trainer.history().back(), "validate_accuracy");
@@ -51,6 +99,10 @@ void EpochRecorder::on_epoch_end(training::Trainer& trainer, std::int64_t epoch)
 
 void EpochRecorder::on_training_end(training::Trainer&) {
   if (rows_.size() >= 2) last_ = debug::snapshot();
+}
+
+void EpochRecorder::snapshot_at_failure() {
+  if (first_) last_ = debug::snapshot();
 }
 
 std::optional<debug::Diff> EpochRecorder::growth() const {

@@ -10,29 +10,37 @@
 namespace ndgc::train_tool {
 
 std::string format_leak_report(const RunResult& run, std::size_t max_groups) {
-  if (!run.growth || run.growth->groups.empty() || run.epochs.size() < 2) return {};
+  if (!run.growth || run.growth->groups.empty() || (run.epochs.size() < 2 && !run.failure)) return {};
+  // A run that died: its second snapshot was taken then.
+  const std::string until = run.failure ? "when it died (" + where_it_died(*run.failure) + ")"
+                                        : fmt::format("the end of epoch {}", run.epochs.back().epoch);
   // Arrays a workspace holds are freed when it recycles them, whatever their
   // manager does: they are reported apart from what managers keep.
   const debug::Diff leaked = run.growth->outside_workspaces();
   const debug::Diff kept = run.growth->in_workspaces();
   std::string out;
   if (!leaked.groups.empty())
-    out += fmt::format("Leak report, {}: what grew from the end of epoch 1 to the end of epoch {}, by creation site\n{}",
-                       config_title(run.config), run.epochs.back().epoch, leaked.to_text(max_groups));
+    out += fmt::format("Leak report, {}: what grew from the end of epoch 1 to {}, by creation site\n{}",
+                       config_title(run.config), until, leaked.to_text(max_groups));
   if (!kept.groups.empty())
     out += fmt::format(
-        "Kept in workspaces, {}: arrays that grew from the end of epoch 1 to the end of epoch {} in workspace "
+        "Kept in workspaces, {}: arrays that grew from the end of epoch 1 to {} in workspace "
         "memory, freed when their workspace recycles it (not a manager leak)\n{}",
-        config_title(run.config), run.epochs.back().epoch, kept.to_text(max_groups));
+        config_title(run.config), until, kept.to_text(max_groups));
   return out;
 }
 
 std::string format_report(const std::vector<RunResult>& runs) {
   if (runs.empty()) return "no run finished\n";
   const RunResult& first = runs.front();
-  std::string out = fmt::format("\nndgc-train: --leak {}, {} batches of {} per epoch, seed {}\n\n", first.leak,
-                                first.batches_per_epoch, first.batch_size, first.seed);
+  std::string out = fmt::format("\nndgc-train: --leak {}, {} batches of {} per epoch, seed {}{}\n\n", first.leak,
+                                first.batches_per_epoch, first.batch_size, first.seed,
+                                first.on_gpu() ? ", on " + first.device : std::string());
   out += format_table(runs) + "\n" + format_summary(runs);
+  for (const RunResult& r : runs)
+    if (r.failure)
+      out += fmt::format("{:<17} died of {}: {}\n", config_title(r.config) + ":", where_it_died(*r.failure),
+                         r.failure->message);
   for (const RunResult& r : runs)
     if (r.ranks) out += "\n" + format_rank_table(*r.ranks);
   for (const RunResult& r : runs) {
@@ -48,7 +56,7 @@ std::string format_report(const std::vector<RunResult>& runs) {
       out += "\n" + format_rank_leak_report(*r.ranks);
     } else if (std::string leak = format_leak_report(r); !leak.empty()) {
       out += "\n" + leak;
-    } else if (r.epochs.size() >= 2) {
+    } else if (r.epochs.size() >= 2 && !r.failure) {
       out += fmt::format("\n{}: no creation site grew from the end of epoch 1 to the end of epoch {}\n",
                          config_title(r.config), r.epochs.back().epoch);
     }

@@ -1,6 +1,7 @@
 // RunResult to and from JSON (nlohmann-json), and CSV.
 #include "results.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -25,7 +26,10 @@ json run_json(const RunResult& r) {
                       {"reclaimed", e.reclaimed},
                       {"leaked_handles", e.leaked_handles},
                       {"train_loss", e.train_loss},
-                      {"test_accuracy", e.test_accuracy}});
+                      {"test_accuracy", e.test_accuracy},
+                      {"gpu_allocated_bytes", e.gpu_allocated_bytes},
+                      {"gpu_reserved_bytes", e.gpu_reserved_bytes},
+                      {"gpu_peak_bytes", e.gpu_peak_bytes}});
   json leaks = json::array();
   for (const TraceLeak& l : r.trace_leaks)
     leaks.push_back({{"file", l.file}, {"line", l.line}, {"arrays", l.arrays}, {"bytes", l.bytes}});
@@ -36,19 +40,50 @@ json run_json(const RunResult& r) {
           {"spilled_bytes", r.workspace->spilled_bytes},
           {"cycles", r.workspace->cycles},
           {"allocations", r.workspace->allocations}};
+  json failure(nullptr);
+  if (r.failure)
+    failure = {{"error", r.failure->error}, {"epoch", r.failure->epoch}, {"phase", r.failure->phase},
+               {"step", r.failure->step},   {"steps", r.failure->steps}, {"message", r.failure->message}};
   return {{"config", r.config},
           {"leak", r.leak},
           {"batches_per_epoch", r.batches_per_epoch},
           {"batch_size", r.batch_size},
           {"seed", r.seed},
+          {"device", r.device},
           {"epochs", std::move(epochs)},
+          {"failure", std::move(failure)},
           {"growth", r.growth ? json::parse(r.growth->to_json()) : json(nullptr)},
           {"trace_leaks", std::move(leaks)},
           {"workspace", std::move(ws)},
           {"ranks", r.ranks ? json::parse(ranks_to_json(*r.ranks)) : json(nullptr)}};
 }
 
+template <class T>
+T value_or(const json& j, const char* key, T fallback) {
+  return j.contains(key) ? j.at(key).get<T>() : fallback;
+}
+
+// "1.5" (MiB, three decimals), or an empty cell for a figure the run does not have.
+std::string mib_cell(std::uint64_t bytes) { return fmt::format("{:.3f}", bytes / kMiB); }
+
+// A CSV field: quoted, inner quotes doubled.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 }  // namespace
+
+std::string where_it_died(const RunFailure& f) {
+  return fmt::format("{} in epoch {}, {} step {} of {}", f.error, f.epoch, f.phase, f.step, f.steps);
+}
+
+bool any_on_gpu(const std::vector<RunResult>& runs) {
+  for (const RunResult& r : runs)
+    if (r.on_gpu()) return true;
+  return false;
+}
 
 std::string to_json(const RunResult& run, int indent) { return run_json(run).dump(indent); }
 
@@ -78,7 +113,17 @@ RunResult run_from_json(const std::string& text) {
       row.leaked_handles = e.at("leaked_handles").get<std::uint64_t>();
       row.train_loss = e.at("train_loss").get<double>();
       row.test_accuracy = e.at("test_accuracy").get<double>();
+      row.gpu_allocated_bytes = value_or<std::uint64_t>(e, "gpu_allocated_bytes", 0);
+      row.gpu_reserved_bytes = value_or<std::uint64_t>(e, "gpu_reserved_bytes", 0);
+      row.gpu_peak_bytes = value_or<std::uint64_t>(e, "gpu_peak_bytes", 0);
       r.epochs.push_back(row);
+    }
+    r.device = value_or<std::string>(j, "device", "cpu");
+    if (j.contains("failure") && !j.at("failure").is_null()) {
+      const json& f = j.at("failure");
+      r.failure = RunFailure{f.at("error").get<std::string>(), f.at("epoch").get<std::int64_t>(),
+                             f.at("phase").get<std::string>(), f.at("step").get<std::int64_t>(),
+                             f.at("steps").get<std::int64_t>(), f.at("message").get<std::string>()};
     }
     if (!j.at("growth").is_null()) r.growth = debug::Diff::from_json(j.at("growth").dump());
     for (const json& l : j.at("trace_leaks"))
@@ -110,17 +155,36 @@ RunResult read_run(const std::filesystem::path& file) {
 }
 
 std::string to_csv(const std::vector<RunResult>& runs) {
-  std::string out =
-      "config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,live_arrays,reclaimed,leaked_handles,"
-      "train_loss,test_accuracy";
+  const bool gpu = any_on_gpu(runs);
+  bool failures = false;
+  for (const RunResult& r : runs) failures |= r.failure.has_value();
+  std::string out = "config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,";
+  if (gpu)
+    out += "gpu_allocated_bytes,gpu_allocated_mib,gpu_reserved_bytes,gpu_reserved_mib,gpu_peak_bytes,gpu_peak_mib,";
+  out += "live_arrays,reclaimed,leaked_handles,train_loss,test_accuracy";
   const RankReport* ranks = !runs.empty() && runs.front().ranks ? &*runs.front().ranks : nullptr;
-  out += (ranks ? rank_csv_header(*ranks) : std::string()) + "\n";
-  for (const RunResult& r : runs)
-    for (const EpochRow& e : r.epochs)
-      out += fmt::format("{},{},{:.6f},{},{:.3f},{},{:.3f},{},{},{},{:.6f},{:.6f}{}\n", r.config, e.epoch, e.seconds,
-                         e.bytes_in_use, e.bytes_in_use / kMiB, e.peak_bytes, e.peak_bytes / kMiB, e.live_arrays,
-                         e.reclaimed, e.leaked_handles, e.train_loss, e.test_accuracy,
-                         r.ranks ? rank_csv_cells(*r.ranks, e.epoch) : std::string());
+  const std::string rank_header = ranks ? rank_csv_header(*ranks) : std::string();  // ",rank0_...,..."
+  out += rank_header;
+  out += failures ? ",failure\n" : "\n";
+  // Cells between epoch and failure, left empty in a failure's row.
+  const std::size_t figures = 5 + (gpu ? 6 : 0) + 5 + std::size_t(std::count(rank_header.begin(), rank_header.end(), ','));
+  for (const RunResult& r : runs) {
+    for (const EpochRow& e : r.epochs) {
+      out += fmt::format("{},{},{:.6f},{},{},{},{},", r.config, e.epoch, e.seconds, e.bytes_in_use,
+                         mib_cell(e.bytes_in_use), e.peak_bytes, mib_cell(e.peak_bytes));
+      if (gpu)
+        out += fmt::format("{},{},{},{},{},{},", e.gpu_allocated_bytes, mib_cell(e.gpu_allocated_bytes),
+                           e.gpu_reserved_bytes, mib_cell(e.gpu_reserved_bytes), e.gpu_peak_bytes,
+                           mib_cell(e.gpu_peak_bytes));
+      out += fmt::format("{},{},{},{:.6f},{:.6f}{}", e.live_arrays, e.reclaimed, e.leaked_handles, e.train_loss,
+                         e.test_accuracy, r.ranks ? rank_csv_cells(*r.ranks, e.epoch) : std::string());
+      out += failures ? ",\n" : "\n";
+    }
+    if (r.failure) {  // the epoch it died in: no figures, where and why
+      out += fmt::format("{},{},{},{}\n", r.config, r.failure->epoch, std::string(figures - 1, ','),
+                         quoted(where_it_died(*r.failure) + ": " + r.failure->message));
+    }
+  }
   return out;
 }
 

@@ -5,11 +5,17 @@
 //
 // JSON of a run:
 //   {"config": "off", "leak": "model", "batches_per_epoch": 1875, "batch_size": 32, "seed": 42,
+//    "device": "cpu" or "gpu:N",
 //    "epochs": [{"epoch": 1, "seconds": 2.31, "bytes_in_use": ..., "peak_bytes": ..., "live_arrays": ...,
-//                "reclaimed": ..., "leaked_handles": ..., "train_loss": ..., "test_accuracy": ...}, ...],
+//                "reclaimed": ..., "leaked_handles": ..., "train_loss": ..., "test_accuracy": ...,
+//                "gpu_allocated_bytes": ..., "gpu_reserved_bytes": ..., "gpu_peak_bytes": ...}, ...],
 //    "growth": <debug::Diff JSON from the end of epoch 1 to the end of the last epoch, growing groups>,
 //    "trace_leaks": [{"file": ..., "line": ..., "arrays": ..., "bytes": ...}, ...],
+//    "failure": null or {"error": "OutOfMemory", "epoch": 3, "phase": "training", "step": 412, "steps": 1875,
+//                        "message": <the error's first line>},
 //    "ranks": <ranks.hpp's JSON under mpirun, else null>}
+// A document without "device", the gpu_* fields or "failure" (written
+// before they existed) reads as a CPU run that finished.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +40,30 @@ struct EpochRow {
   std::uint64_t leaked_handles = 0;  // trace: handles found unreachable so far
   double train_loss = 0;
   double test_accuracy = 0;
+  // On a GPU run (0 on the CPU): memory::stats of the run's GPU at the end of
+  // the epoch (bytes handed out, bytes the caching allocator holds from the
+  // driver) and the high-water mark of the bytes handed out during it.
+  std::uint64_t gpu_allocated_bytes = 0;
+  std::uint64_t gpu_reserved_bytes = 0;
+  std::uint64_t gpu_peak_bytes = 0;
   friend bool operator==(const EpochRow&, const EpochRow&) = default;
 };
+
+// How a run ended early: the error, where (epoch from 1; phase "training" or
+// "test"; the step running when it was thrown, from 1, of `steps` in that
+// phase) and the first line of its message. Only OutOfMemory ends a run
+// this way (under --gpu-limit, the leak's fate); other errors fail it.
+struct RunFailure {
+  std::string error;
+  std::int64_t epoch = 0;
+  std::string phase;
+  std::int64_t step = 0;
+  std::int64_t steps = 0;
+  std::string message;
+  friend bool operator==(const RunFailure&, const RunFailure&) = default;
+};
+// "OutOfMemory in epoch 3, training step 412 of 1875"
+std::string where_it_died(const RunFailure& failure);
 
 struct TraceLeak {
   std::string file;
@@ -56,13 +84,20 @@ struct RunResult {
   std::int64_t batches_per_epoch = 0;
   std::int64_t batch_size = 0;
   std::uint64_t seed = 0;
-  std::vector<EpochRow> epochs;
+  std::string device = "cpu";  // as --device spells it: "cpu", "gpu:0"
+  std::vector<EpochRow> epochs;  // the epochs that finished
   std::optional<debug::Diff> growth;  // needs two epochs or more
   std::vector<TraceLeak> trace_leaks;
   std::optional<WorkspaceFigures> workspace;  // --workspace on
   std::optional<RankReport> ranks;             // under mpirun: every rank's figures (ranks.hpp)
+  std::optional<RunFailure> failure;           // the run ended early (OutOfMemory)
+  bool on_gpu() const noexcept { return device != "cpu"; }
   friend bool operator==(const RunResult&, const RunResult&) = default;
 };
+
+// Whether any of `runs` trained on a GPU (the table, CSV and chart then
+// show GPU memory beside host memory).
+bool any_on_gpu(const std::vector<RunResult>& runs);
 
 std::string to_json(const RunResult& run, int indent = 2);
 // DataError naming what is wrong.
@@ -73,8 +108,13 @@ RunResult read_run(const std::filesystem::path& file);
 std::string to_json(const std::vector<RunResult>& runs, int indent = 2);
 
 // One header line, then one row per run and epoch:
-//   config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,live_arrays,reclaimed,leaked_handles,train_loss,test_accuracy
-// and, when the first run has ranks (mpirun), the per-rank columns of rank_csv_header.
+//   config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,
+//   [gpu_allocated_bytes,gpu_allocated_mib,gpu_reserved_bytes,gpu_reserved_mib,gpu_peak_bytes,gpu_peak_mib,]
+//   live_arrays,reclaimed,leaked_handles,train_loss,test_accuracy[,failure]
+// with the gpu_* columns when a run is on a GPU, then, when the first run has
+// ranks (mpirun), the per-rank columns of rank_csv_header, and the failure
+// column when a run ended early: such a run has one more row, for the epoch
+// it died in, with empty figures and where_it_died(): its message.
 std::string to_csv(const std::vector<RunResult>& runs);
 
 // Writes `text` to `file` through a temporary file and a rename, so a reader

@@ -1,6 +1,16 @@
-// run_training(): set the switch, load the data, build the model, fit with
-// the listeners that measure (EpochRecorder), show progress (ProgressBar)
-// and leak (--leak model), and collect the result.
+// run_training(): set the switch, load the data, build the model on its
+// device, fit with the listeners that measure (EpochRecorder), show progress
+// (ProgressBar) and leak (--leak model), and collect the result.
+//
+// Note [A run that dies]
+// Under --gpu-limit the leaking run is meant to die as DJL users' runs did:
+// OutOfMemory in the middle of an epoch. That is a result, not a crash: the
+// run keeps the epochs it finished, records where it died (the recorder
+// knows the epoch, phase and step) and the error's first line, and returns
+// normally once the model's managers have closed and given their memory
+// back; --compare then goes on with the other configurations. Other errors
+// still end the run. Under mpirun the other ranks would wait forever in a
+// collective, so there the error ends the job as before.
 #include "run.hpp"
 
 #include <fmt/format.h>
@@ -58,35 +68,53 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   test.set_batch_size(o.batch_size).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
   shard_for_job(train, test);  // under mpirun: this rank's part of each epoch (rank_support.hpp)
 
+  if (!o.device.is_cpu()) {
+    check_device(o.device, "ndgc-train --device " + device_argument(o.device));
+    if (o.gpu_limit > 0) memory::set_limit(o.device, o.gpu_limit);
+  }
+
   RunResult result;
+  result.config = config_name({o.autoclose, o.workspace});
+  result.leak = std::string(to_string(o.leak));
+  result.batches_per_epoch = train.batch_count();
+  result.batch_size = o.batch_size;
+  result.seed = o.seed;
+  result.device = device_argument(o.device);
   {
-    Model model("mlp", std::make_unique<nn::Mlp>(784, 10, std::vector<std::int64_t>{128, 64}));
+    // The data stays on the host; fit() makes each batch on the model's
+    // device (gathered on the host, one copy per array: ndgc/data.hpp).
+    Model model("mlp", std::make_unique<nn::Mlp>(784, 10, std::vector<std::int64_t>{128, 64}), o.device);
     model.initialize(Shape{o.batch_size, 784});
     training::TrainingConfig config;
     config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
     config.optimizer = std::make_shared<nn::Adam>(1e-3);
     config.metrics.push_back(std::make_shared<training::Accuracy>());
     config.workspace_mode = o.workspace ? training::WorkspaceMode::enabled : training::WorkspaceMode::none;
-    auto recorder = std::make_shared<EpochRecorder>();
+    auto recorder = std::make_shared<EpochRecorder>(o.device, train.batch_count(), test.batch_count());
     config.listeners.push_back(recorder);  // first: see recorder.hpp
     std::shared_ptr<RankGatherer> gatherer;
     if (job_ranks().distributed) config.listeners.push_back(gatherer = std::make_shared<RankGatherer>(recorder));
     add_gradient_reducer(config);
     config.listeners.push_back(std::make_shared<ProgressBar>(progress, terminal, config_name({o.autoclose, o.workspace}),
-                                                             o.epochs, train.batch_count()));
+                                                             o.epochs, train.batch_count(), o.device));
     if (o.leak == Leak::model) config.listeners.push_back(make_model_leak(model));
+    config.listeners.push_back(recorder->step_end_marker());  // last: see recorder.hpp
     training::Trainer trainer(model, config);
-    training::fit(trainer, o.epochs, train, &test);
+    try {
+      training::fit(trainer, o.epochs, train, &test);
+    } catch (const OutOfMemory& e) {
+      // Note [A run that dies]: reported, not fatal; what it held is freed below.
+      if (gatherer) throw;  // the other ranks wait in a collective: end the job
+      result.failure = recorder->failure("OutOfMemory", e.what());
+      recorder->snapshot_at_failure();  // the leak report then shows what grew until it died
+      progress << fmt::format("[{}] {}: {}", result.config, where_it_died(*result.failure), result.failure->message)
+               << std::endl;
+    }
 
-    result.config = config_name({o.autoclose, o.workspace});
     if (o.workspace) {
       const workspace::Stats s = workspace::stats(trainer.workspace_name());
       result.workspace = WorkspaceFigures{s.capacity, s.peak_used, s.spilled_bytes, s.cycles, s.allocations};
     }
-    result.leak = std::string(to_string(o.leak));
-    result.batches_per_epoch = train.batch_count();
-    result.batch_size = o.batch_size;
-    result.seed = o.seed;
     result.epochs = recorder->rows();
     result.growth = recorder->growth();
     if (gatherer) result.ranks = gatherer->finish(result.growth);

@@ -1,10 +1,12 @@
 // render_chart(): two panels of line charts in plain SVG 1.1 text.
 //
-// Layout (user units = pixels): 960 × 420; a title line, a legend line, then
-// two panels of 400 × 280 plot area with 70 px left margins for the tick
-// labels. The duration panel's y axis starts at zero (durations compare as
-// ratios); the memory panel's spans the data (the dataset's ~220 MiB would
-// otherwise flatten the growth) and says so in its axis label.
+// Layout (user units = pixels): 960 × 420 (1440 with a GPU panel); a title
+// line, a legend line, then two or three panels of 380 × 280 plot area, 480
+// px apart, with room on the left for the tick labels. The duration panel's
+// y axis starts at zero (durations compare as ratios); the memory panels'
+// span the data (the dataset's ~220 MiB would otherwise flatten the growth)
+// and say so in their axis labels. A run that died is marked after its last
+// point in each panel ("died: OutOfMemory", data-failure="<config>").
 #include "svg_chart.hpp"
 
 #include <algorithm>
@@ -18,10 +20,10 @@
 namespace ndgc::train_tool {
 namespace {
 
-constexpr double kWidth = 960, kHeight = 420;
+constexpr double kPanelStep = 480, kHeight = 420;
 constexpr double kPlotW = 380, kPlotH = 280;
-constexpr double kTop = 80;                 // plot area's top edge
-constexpr double kLeft[2] = {80, 560};      // plot areas' left edges
+constexpr double kTop = 80;     // plot area's top edge
+constexpr double kLeft0 = 80;   // the first plot area's left edge
 
 // Lines that coincide (on and trace usually do) must both stay visible: on
 // is drawn wide underneath, trace dashed on top.
@@ -53,6 +55,7 @@ struct Panel {
 
 double seconds_of(const EpochRow& e) { return e.seconds; }
 double mib_of(const EpochRow& e) { return e.bytes_in_use / kMiB; }
+double gpu_mib_of(const EpochRow& e) { return e.gpu_allocated_bytes / kMiB; }
 
 }  // namespace
 
@@ -90,6 +93,14 @@ std::vector<double> nice_ticks(double low, double high, int count) {
 }
 
 std::string render_chart(const std::vector<RunResult>& runs, const std::string& title) {
+  std::vector<Panel> panels{
+      {"seconds", "Epoch duration", "seconds per epoch", true, seconds_of},
+      {"memory", "Host memory in use at the end of each epoch", "MiB in use (axis not from zero)", false, mib_of},
+  };
+  if (any_on_gpu(runs))
+    panels.push_back({"gpu", "GPU memory allocated at the end of each epoch", "GPU MiB allocated (axis not from zero)",
+                      false, gpu_mib_of});
+  const double width = kLeft0 + kPanelStep * double(panels.size() - 1) + kPlotW + 20;  // 960 for two panels
   std::int64_t epochs = 1;
   for (const RunResult& r : runs)
     for (const EpochRow& e : r.epochs) epochs = std::max(epochs, e.epoch);
@@ -100,12 +111,12 @@ std::string render_chart(const std::vector<RunResult>& runs, const std::string& 
       "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">{3}</text>\n",
-      kWidth, kHeight, kWidth / 2, xml_escape(title));
+      width, kHeight, width / 2, xml_escape(title));
 
   // Legend: one swatch per configuration, centred under the title.
   const double legend_w = 150.0 * double(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const double x = kWidth / 2 - legend_w / 2 + 150.0 * double(i);
+    const double x = width / 2 - legend_w / 2 + 150.0 * double(i);
     s += fmt::format(
         "<line x1=\"{0}\" y1=\"46\" x2=\"{1}\" y2=\"46\" stroke=\"{2}\" {3}/>"
         "<text x=\"{4}\" y=\"50\">{5}</text>\n",
@@ -113,11 +124,7 @@ std::string render_chart(const std::vector<RunResult>& runs, const std::string& 
         xml_escape(config_title(runs[i].config)));
   }
 
-  const Panel panels[2] = {
-      {"seconds", "Epoch duration", "seconds per epoch", true, seconds_of},
-      {"memory", "Memory in use at the end of each epoch", "MiB in use (axis not from zero)", false, mib_of},
-  };
-  for (int p = 0; p < 2; ++p) {
+  for (std::size_t p = 0; p < panels.size(); ++p) {
     const Panel& panel = panels[p];
     double lo = std::numeric_limits<double>::max(), hi = std::numeric_limits<double>::lowest();
     for (const RunResult& r : runs)
@@ -135,7 +142,7 @@ std::string render_chart(const std::vector<RunResult>& runs, const std::string& 
     const std::vector<double> yt = nice_ticks(lo, hi);
     const double y0 = yt.front(), y1 = yt.back();
     const double step = yt.size() > 1 ? yt[1] - yt[0] : 1;
-    const double left = kLeft[p];
+    const double left = kLeft0 + kPanelStep * double(p);
     auto px = [&](double epoch) {
       return epochs == 1 ? left + kPlotW / 2 : left + (epoch - 1) / double(epochs - 1) * kPlotW;
     };
@@ -177,6 +184,13 @@ std::string render_chart(const std::vector<RunResult>& runs, const std::string& 
       s += fmt::format(
           "<polyline data-config=\"{}\" data-panel=\"{}\" fill=\"none\" stroke=\"{}\" {} points=\"{}\"/>\n{}\n",
           xml_escape(r.config), panel.key, color_of(r.config), stroke_style(r.config), points, dots);
+      if (r.failure && !r.epochs.empty()) {
+        const EpochRow& last = r.epochs.back();
+        s += fmt::format(
+            "<text data-failure=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\" font-size=\"11\">died: {}</text>\n",
+            xml_escape(r.config), px(double(last.epoch)) + 6, py(panel.value(last)) - 6, color_of(r.config),
+            xml_escape(r.failure->error));
+      }
     }
   }
   s += "</svg>\n";

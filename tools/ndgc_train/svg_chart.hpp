@@ -1,10 +1,11 @@
-// The --compare chart as hand-written SVG: two panels side by side, epoch
-// duration (s) and host MiB in use at the end of each epoch, one polyline per
-// configuration with a dot per epoch, axes with ticks and labels, and a
-// legend. Opens in any browser; needs no other tool.
+// The --compare chart as hand-written SVG: panels side by side, epoch
+// duration (s) and host MiB in use at the end of each epoch, and, when a run
+// is on a GPU, the GPU's MiB allocated; one polyline per configuration with a
+// dot per epoch, axes with ticks and labels, and a legend. Opens in any
+// browser; needs no other tool.
 //
-// Each polyline carries data-config="<config>" and data-panel="seconds" or
-// "memory", so tests (and scripts) can find them.
+// Each polyline carries data-config="<config>" and data-panel="seconds",
+// "memory" or "gpu", so tests (and scripts) can find them.
 #pragma once
 
 #include <string>

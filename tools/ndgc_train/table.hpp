@@ -1,6 +1,10 @@
 // The comparison table printed after the runs: one row per epoch, one column
 // group per configuration, side by side, and a summary of what changed from
-// the second epoch (the first includes warm-up) to the last.
+// the second epoch (the first includes warm-up) to the last. When a run is on
+// a GPU every group also shows the GPU's MiB allocated and reserved (by the
+// caching allocator) at the end of the epoch and the allocated peak during
+// it; a run that died has a row for that epoch saying where
+// ("died: OutOfMemory, training step 412 of 1875").
 //
 //          |               auto-close off                |               auto-close on
 //    epoch |      s     MiB    peak  arrays reclaimed    acc |      s     MiB ...
