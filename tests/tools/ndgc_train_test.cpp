@@ -342,6 +342,158 @@ TEST_CASE("report: arrays kept in workspaces are reported apart from manager lea
   CHECK(r2.find("Kept in workspaces") != std::string::npos);
 }
 
+// ---- GPU runs (issue 14): options, columns, the run that died ------------------------
+
+namespace {
+
+// A run on gpu:0: `fake_run` plus GPU figures (allocated MiB per epoch, reserved
+// 4 MiB above it, the peak 1 MiB above it).
+RunResult fake_gpu_run(const std::string& config, std::vector<double> seconds, std::vector<double> gpu_mib) {
+  RunResult r = fake_run(config, seconds, std::vector<double>(seconds.size(), 100.0));
+  r.device = "gpu:0";
+  for (std::size_t i = 0; i < r.epochs.size(); ++i) {
+    r.epochs[i].gpu_allocated_bytes = std::uint64_t(gpu_mib[i] * kMiB);
+    r.epochs[i].gpu_reserved_bytes = std::uint64_t((gpu_mib[i] + 4) * kMiB);
+    r.epochs[i].gpu_peak_bytes = std::uint64_t((gpu_mib[i] + 1) * kMiB);
+  }
+  return r;
+}
+
+// The off run of a --gpu-limit comparison: two epochs, then OutOfMemory in the third.
+RunResult died_in_epoch_3() {
+  RunResult r = fake_gpu_run("off", {1.0, 1.5}, {10, 20});
+  r.failure = RunFailure{"OutOfMemory", 3, "training", 42, 200,
+                         "OutOfMemory: cannot allocate 1.0 MiB (1048576 bytes) on gpu(0): over the limit of 24.0 MiB"};
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("options: --device cpu|gpu[:N] and --gpu-limit, in children too") {
+  ParseOutcome p = parse({});
+  REQUIRE(p.options);
+  CHECK(p.options->device == Device::cpu());
+  CHECK(p.options->gpu_limit == 0);
+  p = parse({"--device", "gpu"});
+  REQUIRE(p.options);
+  CHECK(p.options->device == Device::gpu(0));
+  p = parse({"--device", "gpu:3", "--gpu-limit", "64m"});
+  REQUIRE(p.options);
+  CHECK(p.options->device == Device::gpu(3));
+  CHECK(p.options->gpu_limit == 64ull << 20);
+  ParseOutcome c = parse(child_arguments(*p.options, AutoClose::off));
+  REQUIRE(c.options);
+  CHECK(c.options->device == Device::gpu(3));
+  CHECK(c.options->gpu_limit == 64ull << 20);
+  c = parse(child_arguments(*parse({}).options, AutoClose::on));
+  REQUIRE(c.options);
+  CHECK(c.options->device == Device::cpu());
+  CHECK(c.options->gpu_limit == 0);
+  CHECK(parse({"--device", "gpu:15", "--gpu-limit", "1g"}).options->gpu_limit == 1ull << 30);
+  CHECK(parse_device("gpu:0") == Device::gpu(0));
+  CHECK_FALSE(parse_device("gpu:16"));
+  CHECK_FALSE(parse_device("gpu:"));
+  CHECK_FALSE(parse_device("GPU"));
+  CHECK(device_argument(Device::gpu(2)) == "gpu:2");
+  CHECK(device_argument(Device::cpu()) == "cpu");
+}
+
+TEST_CASE("options: bad --device and --gpu-limit values are errors naming the option, exit code 2") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"--device", "tpu"}, "--device: must be cpu, gpu or gpu:N with N from 0 to 15"},
+      {{"--device", "gpu:16"}, "--device"},
+      {{"--device", "gpu:x"}, "--device"},
+      {{"--device", "gpu", "--gpu-limit", "lots"}, "--gpu-limit='lots' is not a size"},
+      {{"--device", "gpu", "--gpu-limit", "0"}, "--gpu-limit"},
+      {{"--gpu-limit", "64m"}, "--gpu-limit 64m: limits a GPU's memory, so it needs --device gpu or gpu:N"},
+  };
+  for (const auto& [args, mention] : bad) {
+    CAPTURE(args);
+    const ParseOutcome p = parse(args);
+    CHECK_FALSE(p.options);
+    CHECK(p.exit_code == 2);
+    CHECK(p.message.find(mention) != std::string::npos);
+  }
+}
+
+TEST_CASE("results: GPU figures and a failure survive JSON; a document without them reads as a CPU run that finished") {
+  const RunResult r = died_in_epoch_3();
+  CHECK(run_from_json(to_json(r)) == r);
+  nlohmann::json old = nlohmann::json::parse(to_json(fake_run("off", {1, 2}, {3, 4})));
+  old.erase("device");
+  old.erase("failure");
+  for (auto& e : old.at("epochs")) e.erase("gpu_allocated_bytes"), e.erase("gpu_reserved_bytes"), e.erase("gpu_peak_bytes");
+  const RunResult back = run_from_json(old.dump());
+  CHECK(back == fake_run("off", {1, 2}, {3, 4}));
+  CHECK(back.device == "cpu");
+  CHECK_FALSE(back.failure);
+  CHECK(where_it_died(*r.failure) == "OutOfMemory in epoch 3, training step 42 of 200");
+}
+
+TEST_CASE("CSV: GPU columns beside host memory on a GPU run; a failure column and row for a run that died") {
+  const std::string cpu = to_csv({fake_run("off", {1, 1}, {1, 1})});
+  CHECK(cpu.find("gpu_") == std::string::npos);
+  CHECK(cpu.find("failure") == std::string::npos);
+
+  const std::vector<RunResult> runs{died_in_epoch_3(), fake_gpu_run("on", {1, 1, 1}, {10, 10, 10})};
+  const std::vector<std::string> lines = lines_of(to_csv(runs));
+  REQUIRE(lines.size() == 1 + 3 + 3);  // off: 2 epochs and the row it died in; on: 3 epochs
+  CHECK(lines[0] ==
+        "config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,gpu_allocated_bytes,gpu_allocated_mib,"
+        "gpu_reserved_bytes,gpu_reserved_mib,gpu_peak_bytes,gpu_peak_mib,live_arrays,reclaimed,leaked_handles,"
+        "train_loss,test_accuracy,failure");
+  const std::size_t columns = count(lines[0], ",") + 1;
+  CHECK(lines[2].starts_with("off,2,1.500000,104857600,100.000,104858600,100.001,20971520,20.000,25165824,24.000,"
+                             "22020096,21.000,130,0,0,0.500000,0.812500,"));
+  CHECK(lines[3] == "off,3,,,,,,,,,,,,,,,,,\"OutOfMemory in epoch 3, training step 42 of 200: OutOfMemory: cannot "
+                    "allocate 1.0 MiB (1048576 bytes) on gpu(0): over the limit of 24.0 MiB\"");
+  CHECK(count(lines[3].substr(0, lines[3].find('"')), ",") + 1 == columns);  // the quoted cell is the last
+  for (std::size_t i = 1; i < lines.size(); ++i)
+    if (i != 3) CHECK(count(lines[i], ",") + 1 == columns);
+}
+
+TEST_CASE("table: GPU columns on a GPU run, and the row of the epoch a run died in") {
+  const std::vector<RunResult> runs{died_in_epoch_3(), fake_gpu_run("on", {1, 1, 1}, {10, 10, 10})};
+  const std::vector<std::string> lines = lines_of(format_table(runs));
+  REQUIRE(lines.size() == 3 + 3);
+  CHECK(count(lines[1], "GPU MiB") == 2);
+  CHECK(count(lines[1], "reserved") == 2);
+  CHECK(count(lines[1], "GPU peak") == 2);
+  for (const std::string& l : lines) CHECK(l.size() == lines[2].size());  // aligned, the failure's cell too
+  // epoch 2, off: host 100.0 MiB, GPU 20.0 allocated, 24.0 reserved, 21.0 peak.
+  CHECK(lines[4].find("   100.0    100.0     20.0     24.0     21.0") != std::string::npos);
+  CHECK(lines[5].find("died: OutOfMemory, training step 42 of 200") != std::string::npos);
+  CHECK(lines[5].find("     10.0     14.0     11.0") != std::string::npos);  // on, epoch 3
+  CHECK(format_table({fake_run("off", {1}, {1})}).find("GPU") == std::string::npos);
+
+  const std::string report = format_report(runs);
+  CAPTURE(report);
+  CHECK(report.find(", on gpu:0") != std::string::npos);
+  CHECK(report.find("auto-close off:   died of OutOfMemory in epoch 3, training step 42 of 200: OutOfMemory: cannot "
+                    "allocate 1.0 MiB") != std::string::npos);
+  CHECK(report.find("gpu:0 memory +0.0 MiB") != std::string::npos);  // the on run's summary
+  CHECK(report.find("auto-close off: no creation site grew") == std::string::npos);  // no claim about a dead run
+}
+
+TEST_CASE("SVG chart: a third panel of GPU memory on a GPU run; a run that died is marked") {
+  const std::vector<RunResult> runs{died_in_epoch_3(), fake_gpu_run("on", {1, 1, 1}, {10, 10, 10})};
+  const std::string svg = render_chart(runs, "gpu");
+  std::string why;
+  CHECK_MESSAGE(well_formed_xml(svg, why), why);
+  CHECK(count(svg, "<polyline ") == 6);
+  CHECK(count(svg, "data-panel=\"gpu\"") == 2);
+  CHECK(svg.find("width=\"1440\"") != std::string::npos);
+  CHECK(count(svg, "data-failure=\"off\"") == 3);  // in each panel
+  CHECK(render_chart({fake_run("off", {1, 2}, {1, 2})}, "cpu").find("width=\"960\"") != std::string::npos);
+}
+
 // ---- end to end ------------------------------------------------------------------
 
 namespace {
@@ -390,6 +542,27 @@ TEST_CASE("ndgc-train: errors give a message and a non-zero exit, no crash") {
                                 tmp.path.string()),
                     log) == 1);
   CHECK(read_text(log).find("Fashion-MNIST is not in") != std::string::npos);
+}
+
+TEST_CASE("ndgc-train --device gpu:N that this machine cannot use: exit 2, one line naming the device and why") {
+  // gpu:15: unusable on any machine of fewer than 16 GPUs, whether the CUDA
+  // engine is not linked, sees no GPU, or sees some (index out of range).
+  TempDir tmp;
+  const fs::path log = tmp.path / "log.txt";
+  for (const std::string args : {"--device gpu:15", "--compare --leak model --device gpu:15 --gpu-limit 64m"}) {
+    CAPTURE(args);
+    CHECK(run_program(fmt::format("{} --data-dir '{}' --out '{}'", args, (tmp.path / "nothing").string(),
+                                  (tmp.path / "out").string()),
+                      log) == 2);
+    const std::string output = read_text(log);
+    CHECK(count(output, "\n") == 1);
+    CHECK(output.starts_with("ndgc-train --device gpu:15: gpu(15) is not available: "));
+    const bool says_why = output.find("not linked") != std::string::npos ||
+                          output.find("no usable GPU") != std::string::npos ||
+                          output.find("out of range") != std::string::npos;
+    CHECK(says_why);
+    CHECK_FALSE(fs::exists(tmp.path / "out"));  // nothing was started
+  }
 }
 
 TEST_CASE("ndgc-train --compare --leak model: growth off, flat on, the leaking line named, files written") {
