@@ -25,6 +25,14 @@
 // manager's bytes are the sum of its arrays'. A buffer is freed when the last
 // array viewing it closes.
 //
+// Devices: every report knows each array's device. A manager may hold arrays
+// on several (to_device's copy joins its source's manager), so the dump,
+// snapshot and diff also sum arrays and bytes per device (DeviceBytes). The
+// text forms name devices only where a GPU is involved, so a CPU-only
+// program's reports read as before; JSON always carries them, and documents
+// written before they existed read as all on the CPU (a dump's arrays: on
+// their manager's device).
+//
 // Thread-safety: every function may be called from any thread while others
 // create, use and close arrays and managers. A snapshot is taken array by
 // array, not all at once: an array created or closed during the walk may be
@@ -69,6 +77,19 @@ enum class Format : std::uint8_t { text, json };
 // For to_text(max_groups): print every group.
 inline constexpr std::size_t kAllGroups = static_cast<std::size_t>(-1);
 
+// Arrays and their bytes on one device. Lists of them are ordered by device:
+// cpu() first, then gpu(0), gpu(1), ...; devices with no array are left out.
+struct DeviceBytes {
+  Device device;
+  std::uint64_t arrays = 0;
+  std::uint64_t bytes = 0;
+  friend bool operator==(const DeviceBytes&, const DeviceBytes&) = default;
+};
+// "cpu() 1.2 MiB in 3 arrays, gpu(0) 4.0 MiB in 2 arrays"
+std::string to_string(const std::vector<DeviceBytes>& devices);
+// The bytes on `device` in `devices` (0 when it is not listed).
+std::uint64_t bytes_on(const std::vector<DeviceBytes>& devices, Device device) noexcept;
+
 // A creation site, as plain data (std::source_location cannot be rebuilt from JSON).
 struct SiteInfo {
   std::string file;      // as std::source_location::file_name() gives it
@@ -92,6 +113,7 @@ struct ArrayInfo {
   bool borrowed = false;      // here through temp_attach
   SiteInfo site;              // where it was created
   std::uint32_t handles = 0;  // live handles; 0 = orphan, what auto-close would close
+  Device device;              // where its buffer is (not always its manager's)
   friend bool operator==(const ArrayInfo&, const ArrayInfo&) = default;
 };
 
@@ -102,10 +124,13 @@ struct ManagerInfo {
   Device device;
   bool open = true;
   bool capped = false;
-  std::uint64_t array_count = 0;  // arrays it holds directly
-  std::uint64_t bytes = 0;        // their bytes
-  std::vector<ArrayInfo> arrays;  // detailed form only; oldest first
+  std::uint64_t array_count = 0;     // arrays it holds directly
+  std::uint64_t bytes = 0;           // their bytes
+  std::vector<DeviceBytes> devices;  // the same, per device
+  std::vector<ArrayInfo> arrays;     // detailed form only; oldest first
   std::vector<ManagerInfo> children;
+  // Arrays and bytes per device of this manager and every one below it.
+  std::vector<DeviceBytes> devices_below() const;
   friend bool operator==(const ManagerInfo&, const ManagerInfo&) = default;
 };
 
@@ -118,8 +143,12 @@ struct Dump {
 
   // One line per manager, children indented by two spaces:
   //   <path of the root, name below it> [<uuid>] <device>[ closed][ capped]: <n> arrays, <bytes>, <k> sub-managers
-  // and in the detailed form, below each manager, one line per array:
-  //   - <uuid>[ '<name>'] <shape> <dtype> <nbytes>[ (view)][ (borrowed)] at <file>:<line> handles=<n>[ (orphan)]
+  //   [; by device: <to_string(devices)>]
+  // (the by-device part when it holds arrays on a GPU) and in the detailed
+  // form, below each manager, one line per array:
+  //   - <uuid>[ '<name>'] <shape> <dtype> <nbytes>[ (view)][ (borrowed)] at <file>:<line> handles=<n>[ (orphan)][ on <device>]
+  // (the device when it is a GPU); when the tree holds arrays on a GPU, a line
+  //   by device: <to_string(root.devices_below())>
   // then, when there are workspaces, the section workspaces_text() prints.
   std::string to_text() const;
   std::string to_json(int indent = -1) const;
@@ -161,6 +190,7 @@ struct ArrayRecord {
   // arena (or spilled by one): the workspace, not the manager, decides when
   // it is freed. kNoWorkspace otherwise.
   std::uint32_t workspace = kNoWorkspace;
+  Device device;  // where its buffer is
   bool in_workspace() const noexcept { return workspace != kNoWorkspace; }
   friend bool operator==(const ArrayRecord&, const ArrayRecord&) = default;
 };
@@ -181,11 +211,13 @@ struct Snapshot {
   std::uint64_t bytes() const noexcept;
   std::size_t orphan_count() const noexcept;
   std::size_t workspace_array_count() const noexcept;  // arrays whose storage a workspace holds
+  std::vector<DeviceBytes> devices() const;             // arrays and bytes per device
 
-  // A header line, then one line per (manager path, site, workspace), most
-  // bytes first, then the workspaces (workspaces_text) when there are any:
-  //   snapshot: <n> arrays, <bytes> (<exact> B), <k> orphans[, <w> arrays in workspaces]
-  //       <arrays>  <bytes>  <manager path>  <file>:<line>[  in workspace '<name>']
+  // A header line, then one line per (manager path, site, workspace, device),
+  // most bytes first, then the workspaces (workspaces_text) when there are any:
+  //   snapshot: <n> arrays, <bytes> (<exact> B), <k> orphans[, <w> arrays in workspaces][; by device: <devices>]
+  //       <arrays>  <bytes>  <manager path>  <file>:<line>[  in workspace '<name>'][  on <device>]
+  // (the by-device part when an array is on a GPU, the device of a group on a GPU).
   std::string to_text(std::size_t max_groups = kAllGroups) const;
   std::string to_json(int indent = -1) const;
   // Throws DataError naming the first thing that is wrong.
@@ -210,6 +242,7 @@ struct DiffGroup {
   // keeping them (a cycle not yet ended, end_of_buffer's ring, an arena that
   // grew), not a manager leak.
   std::string workspace;
+  Device device;  // where these arrays are
   std::int64_t array_growth() const noexcept { return std::int64_t(arrays_after) - std::int64_t(arrays_before); }
   std::int64_t byte_growth() const noexcept { return std::int64_t(bytes_after) - std::int64_t(bytes_before); }
   friend bool operator==(const DiffGroup&, const DiffGroup&) = default;
@@ -220,15 +253,21 @@ struct Diff {
     std::int64_t time_ms = 0;
     std::uint64_t arrays = 0;
     std::uint64_t bytes = 0;
+    std::vector<DeviceBytes> devices;  // the same, per device
     friend bool operator==(const Totals&, const Totals&) = default;
   };
   Totals before, after;
-  // The (manager path, site) groups whose arrays or bytes changed, largest
-  // growth first: by byte growth, then array growth (shrinking groups last).
+  // The (manager path, site, workspace, device) groups whose arrays or bytes
+  // changed, largest growth first: by byte growth, then array growth
+  // (shrinking groups last).
   std::vector<DiffGroup> groups;
 
   std::int64_t array_growth() const noexcept { return std::int64_t(after.arrays) - std::int64_t(before.arrays); }
   std::int64_t byte_growth() const noexcept { return std::int64_t(after.bytes) - std::int64_t(before.bytes); }
+  // Growth of the bytes on one device.
+  std::int64_t byte_growth(Device device) const noexcept {
+    return std::int64_t(bytes_on(after.devices, device)) - std::int64_t(bytes_on(before.devices, device));
+  }
   // The same diff with only the groups that grew (in arrays or bytes): a leak report.
   Diff growing() const;
   // The same diff with only the groups in ordinary memory (what managers
@@ -238,7 +277,10 @@ struct Diff {
 
   // A header line, then one line per group in order, signed:
   //   diff: <+n> arrays, <+bytes> (<+exact> B); before <n> arrays, <bytes>; after <n> arrays, <bytes>
-  //       <+arrays>  <+bytes>  <manager path>  <file>:<line>[  in workspace '<name>']
+  //         [; <device> <+bytes> (before <bytes>, after <bytes>)]...
+  //       <+arrays>  <+bytes>  <manager path>  <file>:<line>[  in workspace '<name>'][  on <device>]
+  // (a part per device when either snapshot has arrays on a GPU, the device
+  // of a group on a GPU).
   std::string to_text(std::size_t max_groups = kAllGroups) const;
   std::string to_json(int indent = -1) const;
   static Diff from_json(std::string_view json);
@@ -246,8 +288,8 @@ struct Diff {
 };
 
 // Growth from `before` to `after`, grouped by (manager path, creation site,
-// workspace name). Managers are matched by path and workspaces by name, so a
-// per-step "system/model/batch" counts as one group across steps.
+// workspace name, device). Managers are matched by path and workspaces by
+// name, so a per-step "system/model/batch" counts as one group across steps.
 Diff diff(const Snapshot& before, const Snapshot& after);
 
 // ---- orphans: what auto-close would free -----------------------------------------------

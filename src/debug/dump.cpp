@@ -13,6 +13,9 @@
 // strings after it is released. Children are visited after the parent's
 // mutex is released (a parent's mutex is never held while taking a child's).
 //
+// Each manager's arrays and bytes are also summed per device (an array's
+// device, not the manager's: to_device's copy joins its source's manager).
+//
 // Thread-safety: any thread; a sub-manager closed during the walk shows as closed.
 #include <algorithm>
 #include <ostream>
@@ -22,6 +25,7 @@
 
 #include "core/manager_impl.hpp"
 #include "core/reclaim_queue.hpp"
+#include "debug/device_bytes.hpp"
 #include "ndgc/debug.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/workspace.hpp"
@@ -44,6 +48,7 @@ struct RawArray {
   bool view, borrowed;
   Site site;
   std::uint32_t handles;
+  Device device;
 };
 
 ManagerInfo capture(const ManagerImpl& m, bool detailed) {
@@ -58,15 +63,16 @@ ManagerInfo capture(const ManagerImpl& m, bool detailed) {
   m.for_each_array([&](const ArrayImpl& a) {
     ++info.array_count;
     info.bytes += a.charged_bytes();
+    by_device::add(info.devices, a.device, a.charged_bytes());
     if (detailed)
       raw.push_back(RawArray{a.uuid, a.get_name(), a.shape, a.dtype, a.nbytes(), a.charged_bytes(),
-                             !a.owns_storage, a.borrowed, a.site, detail::handle_count_of(a)});
+                             !a.owns_storage, a.borrowed, a.site, detail::handle_count_of(a), a.device});
   });
   // The list is newest first; people read a dump top-down, oldest first.
   info.arrays.reserve(raw.size());
   for (auto it = raw.rbegin(); it != raw.rend(); ++it)
     info.arrays.push_back(ArrayInfo{it->uuid, std::move(it->name), it->shape, it->dtype, it->nbytes, it->bytes,
-                                    it->view, it->borrowed, SiteInfo::from(it->site), it->handles});
+                                    it->view, it->borrowed, SiteInfo::from(it->site), it->handles, it->device});
   for (const ManagerHold& child : m.children()) info.children.push_back(capture(*child.get(), detailed));
   return info;
 }
@@ -83,7 +89,18 @@ void write(const Dump& d, std::ostream& out, Format format) {
   out << (format == Format::json ? d.to_json(2) + "\n" : d.to_text());
 }
 
+void sum_below(const ManagerInfo& m, std::vector<DeviceBytes>& out) {
+  for (const DeviceBytes& d : m.devices) by_device::add(out, d.device, d.bytes, d.arrays);
+  for (const ManagerInfo& c : m.children) sum_below(c, out);
+}
+
 }  // namespace
+
+std::vector<DeviceBytes> ManagerInfo::devices_below() const {
+  std::vector<DeviceBytes> out;
+  sum_below(*this, out);
+  return out;
+}
 
 Dump inspect(const ManagerRef& manager, bool detailed) { return inspect_as(manager, detailed, "debug::inspect"); }
 

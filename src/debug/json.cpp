@@ -45,11 +45,18 @@ json shape_json(const Shape& s) {
   return dims;
 }
 
+json devices_json(const std::vector<DeviceBytes>& list) {
+  json out = json::array();
+  for (const DeviceBytes& d : list)
+    out.push_back(json{{"device", d.device.to_string()}, {"arrays", d.arrays}, {"bytes", d.bytes}});
+  return out;
+}
+
 json manager_json(const ManagerInfo& m, bool detailed) {
   json j{{"name", m.name},       {"path", m.path},   {"uuid", m.uuid.to_string()},
          {"device", m.device.to_string()},           {"open", m.open},
          {"capped", m.capped},   {"array_count", m.array_count},
-         {"bytes", m.bytes}};
+         {"bytes", m.bytes},     {"devices", devices_json(m.devices)}};
   if (detailed) {
     json arrays = json::array();
     for (const ArrayInfo& a : m.arrays)
@@ -62,7 +69,8 @@ json manager_json(const ManagerInfo& m, bool detailed) {
                             {"view", a.view},
                             {"borrowed", a.borrowed},
                             {"site", site_json(a.site)},
-                            {"handles", a.handles}});
+                            {"handles", a.handles},
+                            {"device", a.device.to_string()}});
     j["arrays"] = std::move(arrays);
   }
   json children = json::array();
@@ -202,6 +210,21 @@ json parse(std::string_view text, const char* format, const char* op) {
   return doc;
 }
 
+std::vector<DeviceBytes> read_devices(const In& in) {
+  std::vector<DeviceBytes> out;
+  for (std::size_t i = 0, n = in.size(); i < n; ++i) {
+    In d = in[i];
+    out.push_back(DeviceBytes{d["device"].device(), d["arrays"].u64(), d["bytes"].u64()});
+  }
+  return out;
+}
+
+// Documents written before devices were reported: everything on `device`.
+std::vector<DeviceBytes> all_on(Device device, std::uint64_t arrays, std::uint64_t bytes) {
+  if (arrays == 0) return {};
+  return {DeviceBytes{device, arrays, bytes}};
+}
+
 ManagerInfo read_manager(const In& in, bool detailed) {
   ManagerInfo m;
   m.name = in["name"].str();
@@ -212,13 +235,15 @@ ManagerInfo read_manager(const In& in, bool detailed) {
   m.capped = in["capped"].boolean();
   m.array_count = in["array_count"].u64();
   m.bytes = in["bytes"].u64();
+  m.devices = in.has("devices") ? read_devices(in["devices"]) : all_on(m.device, m.array_count, m.bytes);
   if (detailed) {
     In arrays = in["arrays"];
     for (std::size_t i = 0, n = arrays.size(); i < n; ++i) {
       In a = arrays[i];
       m.arrays.push_back(ArrayInfo{a["uuid"].uuid(), a["name"].str(), a["shape"].shape(), a["dtype"].dtype(),
                                    a["nbytes"].u64(), a["bytes"].u64(), a["view"].boolean(),
-                                   a["borrowed"].boolean(), a["site"].site(), a["handles"].u32()});
+                                   a["borrowed"].boolean(), a["site"].site(), a["handles"].u32(),
+                                   a.has("device") ? a["device"].device() : m.device});
     }
   }
   In children = in["children"];
@@ -282,9 +307,15 @@ std::vector<workspace::Info> read_workspaces(const In& doc) {
   return out;
 }
 
-Diff::Totals read_totals(const In& in) { return {in["time_ms"].i64(), in["arrays"].u64(), in["bytes"].u64()}; }
+Diff::Totals read_totals(const In& in) {
+  Diff::Totals t{in["time_ms"].i64(), in["arrays"].u64(), in["bytes"].u64(), {}};
+  t.devices = in.has("devices") ? read_devices(in["devices"]) : all_on(Device::cpu(), t.arrays, t.bytes);
+  return t;
+}
 
-json totals_json(const Diff::Totals& t) { return json{{"time_ms", t.time_ms}, {"arrays", t.arrays}, {"bytes", t.bytes}}; }
+json totals_json(const Diff::Totals& t) {
+  return json{{"time_ms", t.time_ms}, {"arrays", t.arrays}, {"bytes", t.bytes}, {"devices", devices_json(t.devices)}};
+}
 
 }  // namespace
 
@@ -325,17 +356,22 @@ std::string Snapshot::to_json(int indent) const {
   j["array_fields"] = kArrayFields;
   json records = json::array();
   records.get_ref<json::array_t&>().reserve(arrays.size());
-  // Most arrays live in ordinary memory: those in a workspace are listed
-  // apart, as [row, workspace index] pairs.
-  json in_workspaces = json::array();
+  // Most arrays live in ordinary memory on the CPU: those in a workspace
+  // are listed apart, as [row, workspace index] pairs, and those on another
+  // device as [row, device] pairs (so the rows keep the columns older
+  // readers expect).
+  json in_workspaces = json::array(), on_devices = json::array();
   for (std::size_t i = 0; i < arrays.size(); ++i) {
     const ArrayRecord& a = arrays[i];
     records.push_back(json::array({a.uuid.to_string(), a.manager, a.site, a.bytes, a.handles}));
     if (a.in_workspace()) in_workspaces.push_back(json::array({i, a.workspace}));
+    if (!a.device.is_cpu()) on_devices.push_back(json::array({i, a.device.to_string()}));
   }
   j["arrays"] = std::move(records);
   j["workspaces"] = workspaces_json(workspaces);
   j["array_workspaces"] = std::move(in_workspaces);
+  j["array_devices"] = std::move(on_devices);
+  j["totals"]["devices"] = devices_json(devices());
   return text(j, indent);
 }
 
@@ -368,6 +404,15 @@ Snapshot Snapshot::from_json(std::string_view json_text) {
       s.arrays[row].workspace = p.column(1, kPair).index(s.workspaces.size(), "workspaces");
     }
   }
+  if (in.has("array_devices")) {  // documents before devices: every array on the CPU
+    In pairs = in["array_devices"];
+    static constexpr const char* kPair[] = {"row", "device"};
+    for (std::size_t i = 0, count = pairs.size(); i < count; ++i) {
+      In p = pairs[i];
+      std::uint32_t row = p.column(0, kPair).index(n, "arrays");
+      s.arrays[row].device = p.column(1, kPair).device();
+    }
+  }
   return s;
 }
 
@@ -389,7 +434,8 @@ std::string Diff::to_json(int indent) const {
                         {"bytes_after", g.bytes_after},
                         {"arrays_growth", g.array_growth()},
                         {"bytes_growth", g.byte_growth()},
-                        {"workspace", g.workspace}});
+                        {"workspace", g.workspace},
+                        {"device", g.device.to_string()}});
   j["groups"] = std::move(list);
   return text(j, indent);
 }
@@ -406,7 +452,8 @@ Diff Diff::from_json(std::string_view json_text) {
     In g = groups[i];
     d.groups.push_back(DiffGroup{g["manager"].str(), g["site"].site(), g["arrays_before"].u64(),
                                  g["arrays_after"].u64(), g["bytes_before"].u64(), g["bytes_after"].u64(),
-                                 g.has("workspace") ? g["workspace"].str() : std::string()});
+                                 g.has("workspace") ? g["workspace"].str() : std::string(),
+                                 g.has("device") ? g["device"].device() : Device::cpu()});
   }
   return d;
 }

@@ -32,6 +32,7 @@
 #include "core/manager_impl.hpp"
 #include "core/reclaim_queue.hpp"
 #include "core/registry.hpp"
+#include "debug/device_bytes.hpp"
 #include "memory/workspace.hpp"
 #include "ndgc/debug.hpp"
 
@@ -171,7 +172,8 @@ Snapshot snapshot() {
       // memory): reading the count is safe. A relaxed read, as sweep() does.
       const detail::Key* key = detail::reveal<detail::Key>(e.key.load(std::memory_order_acquire));
       snap.arrays.push_back(ArrayRecord{a.uuid, manager, sites.of(a.site), a.charged_bytes(),
-                                        key ? key->strong.load(std::memory_order_relaxed) : 0});
+                                        key ? key->strong.load(std::memory_order_relaxed) : 0, kNoWorkspace,
+                                        a.device});
       const memory::Lease* lease = a.storage.get() ? a.storage->lease() : nullptr;
       workspace_ids.push_back(lease ? lease->workspace_id : 0);
     }
@@ -199,6 +201,12 @@ std::uint64_t Snapshot::bytes() const noexcept {
   std::uint64_t total = 0;
   for (const ArrayRecord& a : arrays) total += a.bytes;
   return total;
+}
+
+std::vector<DeviceBytes> Snapshot::devices() const {
+  std::vector<DeviceBytes> out;
+  for (const ArrayRecord& a : arrays) by_device::add(out, a.device, a.bytes);
+  return out;
 }
 
 std::size_t Snapshot::workspace_array_count() const noexcept {
