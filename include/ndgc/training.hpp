@@ -216,9 +216,12 @@ class EpochTimingListener : public TrainingListener {
 // Memory per epoch: host bytes in use at the end of the epoch and their peak
 // during it (memory::stats; the peak is reset when each epoch begins, for the
 // whole process), the arrays open in the model's manager and below the
-// trainer's, and auto-close's reclaimed count and bytes so far (gc::stats).
+// trainer's, auto-close's reclaimed count and bytes so far (gc::stats), and
+// for a model on a GPU that GPU's bytes in use, reserved by its caching
+// allocator, and their peak during the epoch (0 for a model on the CPU).
 // Rows are kept, and appended to a CSV file when one is given:
-//   epoch,seconds,host_bytes,host_peak_bytes,model_arrays,trainer_arrays,reclaimed,reclaimed_bytes
+//   epoch,seconds,host_bytes,host_peak_bytes,model_arrays,trainer_arrays,reclaimed,reclaimed_bytes,
+//   gpu_bytes,gpu_reserved_bytes,gpu_peak_bytes
 class MemoryListener : public TrainingListener {
  public:
   struct Row {
@@ -227,6 +230,7 @@ class MemoryListener : public TrainingListener {
     std::uint64_t host_bytes = 0, host_peak_bytes = 0;
     std::size_t model_arrays = 0, trainer_arrays = 0;
     std::uint64_t reclaimed = 0, reclaimed_bytes = 0;
+    std::uint64_t gpu_bytes = 0, gpu_reserved_bytes = 0, gpu_peak_bytes = 0;
   };
   // `csv` empty: rows in memory only. The file is created (truncated) when training begins.
   explicit MemoryListener(std::filesystem::path csv = {}) : path_(std::move(csv)) {}

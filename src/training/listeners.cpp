@@ -29,7 +29,8 @@ void EpochTimingListener::on_epoch_begin(Trainer&, std::int64_t) { start_ = std:
 void EpochTimingListener::on_epoch_end(Trainer&, std::int64_t) { seconds_.push_back(since(start_)); }
 
 const char* MemoryListener::csv_header() noexcept {
-  return "epoch,seconds,host_bytes,host_peak_bytes,model_arrays,trainer_arrays,reclaimed,reclaimed_bytes";
+  return "epoch,seconds,host_bytes,host_peak_bytes,model_arrays,trainer_arrays,reclaimed,reclaimed_bytes,gpu_bytes,"
+         "gpu_reserved_bytes,gpu_peak_bytes";
 }
 
 void MemoryListener::on_training_begin(Trainer&) {
@@ -42,8 +43,9 @@ void MemoryListener::on_training_begin(Trainer&) {
   out_.flush();
 }
 
-void MemoryListener::on_epoch_begin(Trainer&, std::int64_t) {
+void MemoryListener::on_epoch_begin(Trainer& trainer, std::int64_t) {
   memory::reset_peak(Device::cpu());
+  if (!trainer.device().is_cpu()) memory::reset_peak(trainer.device());
   start_ = std::chrono::steady_clock::now();
 }
 
@@ -59,10 +61,17 @@ void MemoryListener::on_epoch_end(Trainer& trainer, std::int64_t epoch) {
   const gc::Stats gcs = gc::stats();
   row.reclaimed = gcs.reclaimed;
   row.reclaimed_bytes = gcs.reclaimed_bytes;
+  if (!trainer.device().is_cpu()) {
+    const memory::Stats gpu = memory::stats(trainer.device());
+    row.gpu_bytes = gpu.current_bytes;
+    row.gpu_reserved_bytes = gpu.reserved_bytes;
+    row.gpu_peak_bytes = gpu.peak_bytes;
+  }
   rows_.push_back(row);
   if (out_.is_open()) {
-    out_ << fmt::format("{},{:.6f},{},{},{},{},{},{}\n", row.epoch, row.seconds, row.host_bytes, row.host_peak_bytes,
-                        row.model_arrays, row.trainer_arrays, row.reclaimed, row.reclaimed_bytes);
+    out_ << fmt::format("{},{:.6f},{},{},{},{},{},{},{},{},{}\n", row.epoch, row.seconds, row.host_bytes,
+                        row.host_peak_bytes, row.model_arrays, row.trainer_arrays, row.reclaimed, row.reclaimed_bytes,
+                        row.gpu_bytes, row.gpu_reserved_bytes, row.gpu_peak_bytes);
     out_.flush();
   }
 }

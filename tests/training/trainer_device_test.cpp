@@ -7,8 +7,14 @@
 // step workspace lives on the model's device; LossValue's errors.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
+
 
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
@@ -235,6 +241,48 @@ TEST_CASE("gpu(0) memory: flat over epochs without a leak, zero once the model c
   }
   CHECK(gpu.bytes_in_use() == 0);
   CHECK(memory::stats(Device::gpu(0)).current_bytes == 0);
+}
+
+TEST_CASE("MemoryListener on gpu(0): the GPU's bytes in use, reserved and peak per epoch, also in its CSV") {
+  test::SimGpu gpu;
+  NDManager host = NDManager::new_base_manager("host data");
+  data::ArrayDataset train = toy(host);
+  const auto path = std::filesystem::temp_directory_path() / ("ndgc_gpu_memory_" + std::to_string(::getpid()) + ".csv");
+  {
+    Model model("toy", net(), Device::gpu(0));
+    model.initialize(Shape{kBatch, kFeatures});
+    training::TrainingConfig c = config();
+    auto memory = std::make_shared<training::MemoryListener>(path);
+    c.listeners.push_back(memory);
+    training::Trainer trainer(model, c);
+    training::fit(trainer, 3, train);
+    REQUIRE(memory->rows().size() == 3);
+    for (const training::MemoryListener::Row& r : memory->rows()) {
+      CHECK(r.gpu_bytes > 0);
+      CHECK(r.gpu_reserved_bytes >= r.gpu_bytes);
+      CHECK(r.gpu_peak_bytes >= r.gpu_bytes);
+    }
+    CHECK(memory->rows()[2].gpu_bytes == memory->rows()[1].gpu_bytes);
+    std::ifstream in(path);
+    std::string header, first;
+    std::getline(in, header);
+    std::getline(in, first);
+    CHECK(header.ends_with(",gpu_bytes,gpu_reserved_bytes,gpu_peak_bytes"));
+    const training::MemoryListener::Row& r0 = memory->rows()[0];
+    CHECK(first.ends_with("," + std::to_string(r0.gpu_bytes) + "," + std::to_string(r0.gpu_reserved_bytes) + "," +
+                          std::to_string(r0.gpu_peak_bytes)));
+  }
+  std::filesystem::remove(path);
+  // On the CPU the GPU's columns are zero.
+  Model model("toy", net());
+  model.initialize(Shape{kBatch, kFeatures});
+  training::TrainingConfig c = config();
+  auto memory = std::make_shared<training::MemoryListener>();
+  c.listeners.push_back(memory);
+  training::Trainer trainer(model, c);
+  training::fit(trainer, 1, train);
+  CHECK(memory->rows()[0].gpu_bytes == 0);
+  CHECK(memory->rows()[0].gpu_peak_bytes == 0);
 }
 
 TEST_CASE("DJL's leak on gpu(0): auto-close keeps device bytes flat from step to step; without it they grow") {
