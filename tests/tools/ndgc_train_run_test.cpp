@@ -1,6 +1,6 @@
 // ndgc-train's run (tools/ndgc_train/run.cpp) in-process, on the simulated
 // GPU (tests/sim_gpu.hpp) and a small Fashion-MNIST-shaped data set written
-// here (so it runs in every CI run): --device gpu:0 trains as the CPU does
+// by the test (small_fashion_mnist.hpp: so it runs in every CI run): --device gpu:0 trains as the CPU does
 // and records the GPU's memory per epoch; --leak model grows it with
 // auto-close off and not with it on; under --gpu-limit the leaking run dies
 // of OutOfMemory, which the result records (epoch, phase, step, first line)
@@ -22,56 +22,12 @@
 #include "ndgc_train/report.hpp"
 #include "ndgc_train/run.hpp"
 #include "sim_gpu.hpp"
+#include "small_fashion_mnist.hpp"
 
 namespace ndgc::train_tool {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::uint32_t kTrainRows = 256, kTestRows = 64;
-
-void put_u32(std::ofstream& out, std::uint32_t v) {
-  const unsigned char b[4] = {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
-                              static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
-  out.write(reinterpret_cast<const char*>(b), 4);
-}
-
-// Images whose brightest 28-pixel row is the label's, and their labels, as
-// unpacked IDX files: learnable, so accuracy says the model trained.
-void write_split(const fs::path& dir, const std::string& prefix, std::uint32_t rows, std::uint32_t seed) {
-  std::ofstream images(dir / (prefix + "-images-idx3-ubyte"), std::ios::binary);
-  std::ofstream labels(dir / (prefix + "-labels-idx1-ubyte"), std::ios::binary);
-  put_u32(images, 0x00000803);
-  put_u32(images, rows);
-  put_u32(images, 28);
-  put_u32(images, 28);
-  put_u32(labels, 0x00000801);
-  put_u32(labels, rows);
-  std::uint32_t state = seed;
-  for (std::uint32_t i = 0; i < rows; ++i) {
-    const unsigned char label = static_cast<unsigned char>(i % 10);
-    labels.put(static_cast<char>(label));
-    for (int p = 0; p < 784; ++p) {
-      state = state * 1664525u + 1013904223u;
-      const unsigned char noise = static_cast<unsigned char>(state >> 26);  // 0..63
-      images.put(static_cast<char>(p / 28 == 2 * label ? 200 + noise / 2 : noise));
-    }
-  }
-}
-
-struct SmallData {
-  fs::path dir = fs::temp_directory_path() / ("ndgc-train-run-test-" + std::to_string(::getpid()));
-  SmallData() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    write_split(dir, "train", kTrainRows, 1);
-    write_split(dir, "t10k", kTestRows, 2);
-  }
-  ~SmallData() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
 
 Options options(const SmallData& data, Device device, AutoClose autoclose, std::int64_t epochs = 3) {
   Options o;

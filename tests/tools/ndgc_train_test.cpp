@@ -29,6 +29,7 @@
 #include "ndgc_train/results.hpp"
 #include "ndgc_train/svg_chart.hpp"
 #include "ndgc_train/table.hpp"
+#include "small_fashion_mnist.hpp"
 
 namespace ndgc::train_tool {
 namespace {
@@ -510,8 +511,9 @@ std::vector<int> leak_lines() {
   return lines;
 }
 
-int run_program(const std::string& args, const fs::path& log) {
-  const std::string cmd = fmt::format("'{}' {} > '{}' 2>&1", NDGC_TRAIN_BINARY, args, log.string());
+// `env`: assignments put before the command ("NDGC_MAX_BYTES=3m").
+int run_program(const std::string& args, const fs::path& log, const std::string& env = "") {
+  const std::string cmd = fmt::format("{} '{}' {} > '{}' 2>&1", env, NDGC_TRAIN_BINARY, args, log.string());
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -638,6 +640,60 @@ TEST_CASE("ndgc-train --compare --leak model: growth off, flat on, the leaking l
   for (const RunResult& r : runs) CHECK(r.epochs.back().test_accuracy == runs.front().epochs.back().test_accuracy);
   CHECK(output.find("Leak report, auto-close off") != std::string::npos);
   CHECK(output.find("workspace:        arena ") != std::string::npos);
+}
+
+TEST_CASE("ndgc-train --compare: a run that dies of OutOfMemory is reported, and the other configurations still run") {
+  // On the host, so it runs everywhere: NDGC_MAX_BYTES bounds each child's
+  // host memory as --gpu-limit bounds a GPU's (the same OutOfMemory path).
+  SmallData data;
+  TempDir tmp;
+  const fs::path log = tmp.path / "log.txt";
+  const std::string common = fmt::format("--compare --leak model --epochs 4 --batch-size 16 --seed 7 --data-dir '{}' --out '{}'",
+                                         data.dir.string(), tmp.path.string());
+  auto read_runs = [&] {
+    const nlohmann::json doc = nlohmann::json::parse(read_text(tmp.path / "compare.json"));
+    std::vector<RunResult> runs;
+    for (const auto& r : doc.at("runs")) runs.push_back(run_from_json(r.dump()));
+    return runs;
+  };
+  auto find = [](const std::vector<RunResult>& runs, const std::string& config) -> const RunResult& {
+    for (const RunResult& r : runs)
+      if (r.config == config) return r;
+    FAIL("no run " << config);
+    return runs.front();
+  };
+  // Sizes first, without a limit: the auto-close run's peak, the leak's growth per epoch.
+  REQUIRE(run_program(common, log) == 0);
+  const std::vector<RunResult> free_runs = read_runs();
+  const RunResult& on = find(free_runs, "on");
+  const RunResult& off = find(free_runs, "off");
+  REQUIRE(off.epochs.size() == 4);
+  std::uint64_t peak = 0;
+  for (const EpochRow& e : on.epochs) peak = std::max(peak, e.peak_bytes);
+  const std::uint64_t growth = off.epochs[2].bytes_in_use - off.epochs[1].bytes_in_use;
+  REQUIRE(growth > 0);
+
+  const std::uint64_t limit = peak + growth + growth / 2;
+  const int rc = run_program(common, log, fmt::format("NDGC_MAX_BYTES={}", limit));
+  const std::string output = read_text(log);
+  INFO(output);
+  CHECK(rc == 0);  // every configuration gave a result
+  const std::vector<RunResult> runs = read_runs();
+  CHECK(runs.size() == free_runs.size());
+  const RunResult& died = find(runs, "off");
+  REQUIRE(died.failure);
+  CHECK(died.failure->error == "OutOfMemory");
+  CHECK(died.failure->epoch >= 2);
+  CHECK(died.epochs.size() == std::size_t(died.failure->epoch - 1));
+  CHECK(died.failure->message.find("OutOfMemory") != std::string::npos);
+  const RunResult& finished = find(runs, "on");
+  CHECK_FALSE(finished.failure);
+  CHECK(finished.epochs.size() == 4);
+  CHECK(output.find("auto-close off:   died of OutOfMemory in epoch") != std::string::npos);
+  CHECK(output.find("died: OutOfMemory, ") != std::string::npos);  // the table's row
+  const std::string csv = read_text(tmp.path / "compare.csv");
+  CHECK(csv.find(",failure\n") != std::string::npos);
+  CHECK(csv.find("\"OutOfMemory in epoch ") != std::string::npos);
 }
 
 }  // namespace ndgc::train_tool
