@@ -255,3 +255,23 @@ TEST_CASE("ArrayDataset: a parent on gpu(0) gets its batch there; host rows go o
                        InvalidArgument);
   CHECK(g.sub_managers().empty());
 }
+
+TEST_CASE("ArrayDataset: prefetched batches for gpu(0) are copied on the prefetch thread, the same as made in place") {
+  test::SimGpu gpu;
+  NDManager host = NDManager::new_base_manager("ds");
+  data::ArrayDataset ds = numbered(host, 50);
+  ds.set_batch_size(8).set_shuffle(true, 3);
+  NDManager g = NDManager::new_base_manager("steps", Device::gpu(0));
+  std::vector<std::vector<float>> in_place, prefetched;
+  for (int depth : {0, 2}) {
+    ds.set_prefetch(depth);
+    for (data::Batch& b : ds.batches(g, 1)) {
+      CHECK(b.data[0].device() == Device::gpu(0));
+      (depth ? prefetched : in_place).push_back(b.data[0].to_vector<float>());
+    }
+  }
+  CHECK(in_place.size() == 7);
+  CHECK(prefetched == in_place);
+  CHECK(gpu.from_host_calls() == 2 * 2 * 7);
+  CHECK(gpu.bytes_in_use() == 0);  // every batch closed with its manager
+}
