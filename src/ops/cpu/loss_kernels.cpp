@@ -3,8 +3,9 @@
 //
 // Rows are contiguous; each row's logsumexp subtracts the row max first so
 // exp() stays finite. The forward sums the rows' losses in double and
-// divides once; the backward recomputes each row's logsumexp rather than
-// keeping the softmax from the forward pass (no array kept on the tape).
+// divides once; the backward recomputes each row's softmax (one exp per
+// element, then one scale by the row's sum) rather than keeping it from the
+// forward pass (no array kept on the tape).
 #include <cmath>
 #include <type_traits>
 
@@ -93,7 +94,8 @@ bool CpuEngine::sparse_softmax_cross_entropy_backward(const TensorView& logits, 
             const std::int64_t k = label_at(l, r, classes);
             Row<T> xr(x, classes);
             Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> dr(d, classes);
-            dr = ((xr - log_sum_exp(xr)).exp()) * scale;
+            dr = (xr - xr.maxCoeff()).exp();  // one exp per element; the sum then scales the row
+            dr *= scale / dr.sum();
             d[k] -= scale;
           }
         }
