@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -46,6 +45,32 @@ struct Lease {
   // Opaque to memory: the core's list of arrays in this lease.
   std::atomic<std::uintptr_t> tenants{0};
   Lease* next_free = nullptr;
+};
+
+// The arena's leases in the order they were handed out: pushed at the back,
+// recycled from the front. A vector and a head index rather than a deque,
+// whose chunks would be allocated and freed as the ring turns (a steady
+// state must call no allocator, issue 13); its capacity stays.
+class LeaseRing {
+ public:
+  bool empty() const noexcept { return head_ == leases_.size(); }
+  Lease* front() const noexcept { return leases_[head_]; }
+  void pop_front() noexcept {
+    if (++head_ == leases_.size()) leases_.clear(), head_ = 0;
+  }
+  void push_back(Lease* l) {
+    if (head_ > 0 && leases_.size() == leases_.capacity()) {  // reuse the popped front before growing
+      leases_.erase(leases_.begin(), leases_.begin() + std::ptrdiff_t(head_));
+      head_ = 0;
+    }
+    leases_.push_back(l);
+  }
+  auto begin() const noexcept { return leases_.begin() + std::ptrdiff_t(head_); }
+  auto end() const noexcept { return leases_.end(); }
+
+ private:
+  std::vector<Lease*> leases_;
+  std::size_t head_ = 0;
 };
 
 // Called before a lease's bytes are reused or freed; closes what lives there.
@@ -109,7 +134,7 @@ class Workspace {
   std::uint64_t thread_;
   ArenaBlock* block_ = nullptr;
   std::size_t offset_ = 0;          // bump pointer
-  std::deque<Lease*> ring_;         // arena leases not yet recycled, oldest first
+  LeaseRing ring_;                  // arena leases not yet recycled, oldest first
   std::vector<Lease*> spills_;      // spilled leases of the current cycle
   Lease* free_ = nullptr;           // recycled lease records
   bool retire_ = false;             // a recycled lease is still held: Note [Retired blocks]
