@@ -1,5 +1,6 @@
 // One steady-state MLP training step, for instruction counts under callgrind
-// (perf/callgrind_step.sh): `step_driver ndgc|ndgc-autoclose|eigen [steps]`
+// (perf/callgrind_step.sh): `step_driver ndgc|ndgc-autoclose|ndgc-workspace|eigen [steps]`
+// (ndgc-workspace: the Trainer's WorkspaceMode::enabled)
 // warms up, then runs `steps` steps (default 20) with callgrind's collection
 // switched on around them only (run it with --collect-atstart=no), so the
 // total the tool reports, divided by `steps`, is the cost of one step.
@@ -43,7 +44,7 @@ Data make_data(std::int64_t rows) {
   return d;
 }
 
-double run_ndgc(const Data& d, int steps, bool autoclose) {
+double run_ndgc(const Data& d, int steps, bool autoclose, bool workspace) {
   autoclose ? gc::enable() : gc::disable();
   set_random_seed(7);
   Model model("step mlp", std::make_unique<nn::Mlp>(EigenMlp::kIn, EigenMlp::kOut,
@@ -54,6 +55,7 @@ double run_ndgc(const Data& d, int steps, bool autoclose) {
   training::TrainingConfig config;
   config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
   config.optimizer = std::make_shared<nn::Adam>(1e-3);
+  if (workspace) config.workspace_mode = training::WorkspaceMode::enabled;
   training::Trainer trainer(model, config);
   double loss = 0;
   int step = 0;
@@ -89,13 +91,16 @@ double run_eigen(const Data& d, int steps) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
-  if (steps <= 0 || (std::strcmp(mode, "ndgc") && std::strcmp(mode, "ndgc-autoclose") && std::strcmp(mode, "eigen"))) {
-    std::fprintf(stderr, "usage: %s ndgc|ndgc-autoclose|eigen [steps > 0]\n", argv[0]);
+  const bool known = !std::strcmp(mode, "ndgc") || !std::strcmp(mode, "ndgc-autoclose") ||
+                     !std::strcmp(mode, "ndgc-workspace") || !std::strcmp(mode, "eigen");
+  if (steps <= 0 || !known) {
+    std::fprintf(stderr, "usage: %s ndgc|ndgc-autoclose|ndgc-workspace|eigen [steps > 0]\n", argv[0]);
     return 2;
   }
   const Data d = make_data(std::int64_t(kWarmup + steps + 1) * EigenMlp::kBatch);
   const double loss = !std::strcmp(mode, "eigen") ? run_eigen(d, steps)
-                                                  : run_ndgc(d, steps, !std::strcmp(mode, "ndgc-autoclose"));
+                                                  : run_ndgc(d, steps, !std::strcmp(mode, "ndgc-autoclose"),
+                                                             !std::strcmp(mode, "ndgc-workspace"));
   std::printf("%s: %d steps, summed batch loss %.4f\n", mode, steps, loss);
   return 0;
 }

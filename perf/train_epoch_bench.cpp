@@ -1,7 +1,7 @@
 // One training epoch of the MLP (784→128→64→10, ReLU, softmax cross
 // entropy, Adam lr 1e-3, batch 32, shuffled) in three implementations:
 //   - ndgc: Model + Trainer + ArrayDataset, exactly the loop fit() runs
-//     (also with auto-close on);
+//     (also with auto-close on, and with the Trainer's workspace mode);
 //   - hand-written Eigen (eigen_mlp.hpp): preallocated row-major matrices,
 //     manual backward, fused Adam: the floor for this workload on one core;
 //   - LibTorch (when found): the same loop with autograd and torch::optim::Adam.
@@ -67,7 +67,7 @@ const HostData& host_data() {
 
 // ---- ndgc ------------------------------------------------------------------------
 
-void run_ndgc(benchmark::State& state, bool autoclose) {
+void run_ndgc(benchmark::State& state, bool autoclose, bool workspace = false) {
   const HostData& h = host_data();
   autoclose ? gc::enable() : gc::disable();
   set_random_seed(7);
@@ -78,6 +78,7 @@ void run_ndgc(benchmark::State& state, bool autoclose) {
   training::TrainingConfig config;
   config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
   config.optimizer = std::make_shared<nn::Adam>(1e-3);
+  if (workspace) config.workspace_mode = training::WorkspaceMode::enabled;
   training::Trainer trainer(model, config);
   std::int64_t epoch = 0;
   double tail = 0;
@@ -98,6 +99,7 @@ void run_ndgc(benchmark::State& state, bool autoclose) {
 
 void BM_epoch_ndgc(benchmark::State& state) { run_ndgc(state, false); }
 void BM_epoch_ndgc_autoclose(benchmark::State& state) { run_ndgc(state, true); }
+void BM_epoch_ndgc_workspace(benchmark::State& state) { run_ndgc(state, false, true); }
 
 // ---- hand-written Eigen ----------------------------------------------------------------
 
@@ -173,6 +175,7 @@ void BM_epoch_torch_1thread(benchmark::State& state) {
 
 BENCHMARK(BM_epoch_ndgc)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK(BM_epoch_ndgc_autoclose)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+BENCHMARK(BM_epoch_ndgc_workspace)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK(BM_epoch_eigen)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 #if NDGC_HAVE_TORCH
 BENCHMARK(BM_epoch_torch)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();

@@ -24,7 +24,10 @@ Storage* Storage::allocate(Device device, std::size_t bytes) {
 }
 
 std::uint64_t Storage::release() noexcept {
-  if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return 0;
+  // The last reference needs no locked instruction: with refs == 1 no other
+  // thread holds one, so none can take another (a new reference is always
+  // copied from a held one).
+  if (refs_.load(std::memory_order_acquire) != 1 && refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return 0;
   std::uint64_t freed = bytes_;
   if (lease_) [[unlikely]]
     memory::Workspace::release(lease_);

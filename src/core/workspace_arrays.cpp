@@ -82,7 +82,12 @@ void give_tenant(Tenant* t) noexcept {
 thread_local const memory::Lease* t_recycling = nullptr;
 
 void recycle_lease(memory::Lease& lease) noexcept {
-  std::uintptr_t list = lease.tenants.exchange(kSealed, std::memory_order_acq_rel);
+  // With the storage's lease unit gone (refs == 1) no StorageRef to this
+  // lease exists, so no publish() can note another array: the list is final
+  // and needs no seal (Note [Lease units] in src/memory/workspace.cpp).
+  std::uintptr_t list = lease.refs.load(std::memory_order_acquire) == 1
+                            ? lease.tenants.load(std::memory_order_acquire)
+                            : lease.tenants.exchange(kSealed, std::memory_order_acq_rel);
   if (list == kSealed || list == 0) return;
   t_recycling = &lease;
   Registry& reg = Registry::instance();

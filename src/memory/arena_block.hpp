@@ -3,10 +3,10 @@
 // A block is RAM from the device allocator or a memory-mapped file (its
 // bytes charged to the allocator's accounting and limits either way). It is
 // reference counted: the workspace holds one unit while the block is its
-// arena, and each array storage carved from it holds one, so a block that a
-// workspace retires (resized, destroyed, or a storage still in use when its
-// cycle ended) is freed only when the last storage in it goes. See Note
-// [Retired blocks] in workspace.cpp.
+// arena, and each storage that outlives its lease's recycling holds one, so
+// a block that a workspace retires (resized, destroyed, or a storage still in
+// use when its cycle ended) is freed only when the last storage in it goes.
+// See Notes [Retired blocks] and [Block units] in workspace.cpp.
 // Thread-safety: unref() from any thread; the rest from the owning thread.
 #pragma once
 

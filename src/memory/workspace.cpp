@@ -37,6 +37,12 @@ std::uint64_t next_workspace_id() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+// The statistics counters have one writer, the workspace's thread (other
+// threads only read them, relaxed): a load and a store, not a locked add.
+void bump(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 std::size_t align_up(std::uint64_t bytes) {
   return std::size_t((bytes + Workspace::kAlignment - 1) / Workspace::kAlignment * Workspace::kAlignment);
 }
@@ -106,7 +112,7 @@ workspace::Stats Workspace::stats() const noexcept {
   return s;
 }
 
-void Workspace::add_used(std::int64_t delta) noexcept {
+inline void Workspace::add_used(std::int64_t delta) noexcept {
   std::uint64_t now = used_.load(std::memory_order_relaxed) + std::uint64_t(delta);
   used_.store(now, std::memory_order_relaxed);
   if (now > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(now, std::memory_order_relaxed);
@@ -134,14 +140,15 @@ void Workspace::begin_cycle() {
   if (config_.reset == workspace::Reset::block_left || resize || retire_) recycle_arena();
   if (resize || (retire_ && block_)) replace_block(resize ? pending_ : capacity);
   pending_ = 0;
-  cycle_.fetch_add(1, std::memory_order_relaxed);
+  bump(cycle_);
   cycle_bytes_ = cycle_spilled_ = 0;
   open_.store(true, std::memory_order_relaxed);
 }
 
 void Workspace::end_cycle() {
   open_.store(false, std::memory_order_relaxed);
-  std::uint64_t ended = cycles_.fetch_add(1, std::memory_order_relaxed) + 1;
+  bump(cycles_);
+  const std::uint64_t ended = cycles_.load(std::memory_order_relaxed);
   recycling_ = Recycling::cycle_end;
   recycle_spills();
   max_cycle_bytes_ = std::max(max_cycle_bytes_, cycle_bytes_);
@@ -166,7 +173,7 @@ void Workspace::replace_block(std::size_t capacity) {
     block_->unref();
     block_ = nullptr;
     capacity_.store(0, std::memory_order_relaxed);
-    reallocations_.fetch_add(1, std::memory_order_relaxed);
+    bump(reallocations_);
   }
   offset_ = 0;
   retire_ = false;
@@ -177,7 +184,7 @@ void Workspace::replace_block(std::size_t capacity) {
 
 // ---- leases -----------------------------------------------------------------------
 
-Lease* Workspace::new_lease() {
+inline Lease* Workspace::new_lease() {
   Lease* l = free_;
   if (l) {
     free_ = l->next_free;
@@ -195,7 +202,7 @@ Lease* Workspace::new_lease() {
 
 Lease* Workspace::allocate(std::size_t requested) {
   std::size_t bytes = align_up(requested);
-  allocations_.fetch_add(1, std::memory_order_relaxed);
+  bump(allocations_);
   cycle_bytes_ += bytes;
   bool learn = learning();
   if (!learn) {
@@ -249,11 +256,9 @@ Lease* Workspace::place_in_arena(std::size_t bytes) {
   l->bytes = bytes;
   l->block = block_;
   l->data = block_->data() + begin;
-  block_->ref();
   try {
     ring_.push_back(l);
   } catch (...) {
-    block_->unref();
     l->next_free = free_;
     free_ = l;
     throw;
@@ -289,26 +294,53 @@ Lease* Workspace::spill(std::size_t bytes, std::size_t requested) {
   l->bytes = bytes;
   l->begin = 0;
   l->block = nullptr;
-  spilled_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  bump(spilled_bytes_, bytes);
   cycle_spilled_ += bytes;
   return l;
 }
 
+// Note [Lease units]
+// A lease has two units, the workspace's and the storage's, and the party
+// that drops the last one pools or frees the record. A side that sees
+// refs == 1 knows the other unit is gone for good and ends the lease without
+// a locked instruction; otherwise it takes the fetch_sub, which decides the
+// race with the other side. (A storage released on the workspace's own
+// thread could hand the lease over with a plain store too, but telling that
+// thread apart costs a TLS lookup per lease, which measured no faster.)
+//
+// Note [Block units]
+// An arena lease needs its block to outlive it, but while the workspace has
+// not recycled the lease the workspace's own unit keeps the block (it drops
+// a block only after recycling every lease in it). So a lease takes a unit
+// of its block only when it outlives its recycling: recycle() sees the
+// storage's unit still there, takes a block unit for the storage and then
+// drops its own lease unit; if the storage let go in between (that fetch_sub
+// returns 1), the workspace gives the block unit back. release() drops the
+// block unit only when it ends the lease after the workspace.
 void Workspace::release(Lease* lease) noexcept {
-  if (lease->block) {
-    lease->block->unref();
-  } else {
-    allocator(lease->device).deallocate(lease->data, lease->bytes);
+  if (!lease->block) allocator(lease->device).deallocate(lease->data, lease->bytes);
+  // See Note [Lease units].
+  if (lease->refs.load(std::memory_order_acquire) == 1 || lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (lease->block) lease->block->unref();  // taken for this storage by recycle()
+    delete lease;
   }
-  if (lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete lease;
 }
 
 void Workspace::recycle(Lease* lease) noexcept {
   if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(*lease);
-  // Still held after its arrays closed: see Note [Retired blocks].
-  if (lease->block && lease->refs.load(std::memory_order_acquire) != 1) retire_ = true;
-  if (lease->block) add_used(-std::int64_t(lease->bytes));
-  if (lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  ArenaBlock* block = lease->block;
+  if (block) add_used(-std::int64_t(lease->bytes));
+  bool last = lease->refs.load(std::memory_order_acquire) == 1;
+  if (!last) {
+    // Still held after its arrays closed: see Notes [Retired blocks], [Lease units] and [Block units].
+    if (block) {
+      retire_ = true;
+      block->ref();
+    }
+    last = lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
+    if (last && block) block->unref();  // the storage let go meanwhile: the unit taken for it is not needed
+  }
+  if (last) {
     lease->next_free = free_;
     free_ = lease;
   }

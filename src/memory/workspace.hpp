@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -41,11 +40,37 @@ struct Lease {
   Workspace* workspace = nullptr;   // valid while the workspace holds its unit
   std::uint64_t workspace_id = 0;   // Workspace::id(): readable while either unit is held
   // One unit for the workspace (until it recycles the lease), one for the
-  // storage (until it releases it).
+  // storage (until it releases it). See Note [Lease units].
   std::atomic<std::uint32_t> refs{2};
   // Opaque to memory: the core's list of arrays in this lease.
   std::atomic<std::uintptr_t> tenants{0};
   Lease* next_free = nullptr;
+};
+
+// The arena's leases in the order they were handed out: pushed at the back,
+// recycled from the front. A vector and a head index rather than a deque,
+// whose chunks would be allocated and freed as the ring turns (a steady
+// state must call no allocator, issue 13); its capacity stays.
+class LeaseRing {
+ public:
+  bool empty() const noexcept { return head_ == leases_.size(); }
+  Lease* front() const noexcept { return leases_[head_]; }
+  void pop_front() noexcept {
+    if (++head_ == leases_.size()) leases_.clear(), head_ = 0;
+  }
+  void push_back(Lease* l) {
+    if (head_ > 0 && leases_.size() == leases_.capacity()) {  // reuse the popped front before growing
+      leases_.erase(leases_.begin(), leases_.begin() + std::ptrdiff_t(head_));
+      head_ = 0;
+    }
+    leases_.push_back(l);
+  }
+  auto begin() const noexcept { return leases_.begin() + std::ptrdiff_t(head_); }
+  auto end() const noexcept { return leases_.end(); }
+
+ private:
+  std::vector<Lease*> leases_;
+  std::size_t head_ = 0;
 };
 
 // Called before a lease's bytes are reused or freed; closes what lives there.
@@ -89,7 +114,8 @@ class Workspace {
   const std::string& mmap_file() const noexcept;
 
  private:
-  Lease* new_lease();
+  // Inline: on every lease (perf/bench_workspace).
+  [[gnu::always_inline]] inline Lease* new_lease();
   Lease* place_in_arena(std::size_t bytes);
   Lease* spill(std::size_t bytes, std::size_t requested);
   bool learning() const noexcept;
@@ -98,7 +124,7 @@ class Workspace {
   void recycle_arena() noexcept;
   void recycle_spills() noexcept;
   void replace_block(std::size_t capacity);
-  void add_used(std::int64_t delta) noexcept;
+  [[gnu::always_inline]] inline void add_used(std::int64_t delta) noexcept;
 
   enum class Recycling : std::uint8_t { new_cycle, wrap, cycle_end, destroyed };
 
@@ -109,7 +135,7 @@ class Workspace {
   std::uint64_t thread_;
   ArenaBlock* block_ = nullptr;
   std::size_t offset_ = 0;          // bump pointer
-  std::deque<Lease*> ring_;         // arena leases not yet recycled, oldest first
+  LeaseRing ring_;                  // arena leases not yet recycled, oldest first
   std::vector<Lease*> spills_;      // spilled leases of the current cycle
   Lease* free_ = nullptr;           // recycled lease records
   bool retire_ = false;             // a recycled lease is still held: Note [Retired blocks]

@@ -56,3 +56,45 @@ TEST_CASE("NDList::temp_attach to the system manager throws InvalidArgument, eve
   CHECK_THROWS_AS(NDList().temp_attach(NDManager::system()), InvalidArgument);
   for (const NDArray& a : list) CHECK(a.manager().same(m));
 }
+
+// Note [Inline handles]: two handles inline, a third moves them all to the heap.
+TEST_CASE("NDList: order, copies and moves across the inline-to-heap move; clear drops the handles") {
+  test::AutoClose on(true);  // a handle left behind would keep its array open
+  NDManager m = NDManager::new_base_manager("inline");
+  auto values = [](const NDList& l) {
+    std::vector<float> v;
+    for (const NDArray& a : l) v.push_back(a.item<float>());
+    return v;
+  };
+  NDList list;
+  CHECK(list.empty());
+  CHECK(list.begin() == list.end());
+  for (int i = 0; i < 5; ++i) {
+    list.push_back(m.full({}, double(i)));
+    CHECK(list.size() == std::size_t(i + 1));
+    CHECK(list.arrays().size() == list.size());
+    NDList copy = list;                 // a copy shares the handles
+    CHECK(values(copy) == values(list));
+    NDList moved = std::move(copy);     // a move leaves the source empty
+    CHECK(copy.empty());
+    CHECK(values(moved) == values(list));
+    moved = std::move(moved);           // self-move keeps it
+    CHECK(moved.size() == list.size());
+  }
+  CHECK(values(list) == std::vector<float>{0, 1, 2, 3, 4});
+  CHECK(list.at(4).item<float>() == 4);
+  CHECK_THROWS_WITH_AS(list.at(5), doctest::Contains("index 5 is out of range for a list of 5"), InvalidArgument);
+  gc::poll();
+  CHECK(m.array_count() == 5);
+  list.clear();                         // drops every handle: auto-close closes the arrays
+  gc::poll();
+  CHECK(list.empty());
+  CHECK(m.array_count() == 0);
+  list.push_back(m.ones({2}));          // refilled after having spilled
+  CHECK(list.size() == 1);
+  CHECK(list.head().shape() == Shape{2});
+  NDList two{m.ones({1}), m.zeros({1})};
+  two.clear();
+  gc::poll();
+  CHECK(m.array_count() == 1);
+}

@@ -2,7 +2,11 @@
 // exact bytes the host allocator counts after every cycle.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <deque>
 #include <filesystem>
+#include <random>
+#include <vector>
 #include <thread>
 
 #include "core/array_impl.hpp"
@@ -427,4 +431,43 @@ TEST_CASE("nesting and ScopeOut pick where storage comes from") {
   bool found = false;
   for (const ws::Info& i : all) found = found || (i.name == "O" && i.open && i.stats.capacity == 4096);
   CHECK(found);
+}
+
+TEST_CASE("LeaseRing: first in, first out, like a deque, through cycles and a rolling window") {
+  memory::LeaseRing ring;
+  std::deque<memory::Lease*> model;
+  std::vector<memory::Lease> leases(64);
+  std::mt19937 rng(5);
+  std::size_t next = 0;
+  for (int op = 0; op < 20000; ++op) {
+    if (model.empty() || rng() % 3 != 0) {
+      memory::Lease* l = &leases[next++ % leases.size()];
+      ring.push_back(l);
+      model.push_back(l);
+    } else {
+      REQUIRE(ring.front() == model.front());
+      ring.pop_front();
+      model.pop_front();
+    }
+    REQUIRE(ring.empty() == model.empty());
+    REQUIRE(std::equal(ring.begin(), ring.end(), model.begin(), model.end()));
+  }
+  // Cycles of 40 pushes then 40 pops (block_left) and a rolling window (end_of_buffer).
+  while (!ring.empty()) ring.pop_front();
+  for (int cycle = 0; cycle < 100; ++cycle) {
+    for (int i = 0; i < 40; ++i) ring.push_back(&leases[std::size_t(i)]);
+    for (int i = 0; i < 40; ++i) {
+      REQUIRE(ring.front() == &leases[std::size_t(i)]);
+      ring.pop_front();
+    }
+  }
+  CHECK(ring.empty());
+  for (int i = 0; i < 10000; ++i) {
+    ring.push_back(&leases[std::size_t(i % 64)]);
+    if (i >= 30) {
+      REQUIRE(ring.front() == &leases[std::size_t((i - 30) % 64)]);
+      ring.pop_front();
+    }
+  }
+  CHECK(std::distance(ring.begin(), ring.end()) == 30);
 }

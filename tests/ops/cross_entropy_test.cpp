@@ -59,6 +59,32 @@ TEST_CASE("sparse softmax cross-entropy: fused equals the composition, values an
   }
 }
 
+TEST_CASE("sparse softmax cross-entropy: many rows span several blocks, and rows longer than a block") {
+  // 300 x 7 = 2100 logits: the forward's stack buffer (1024 elements) holds
+  // 146 rows at a time, so the rows split into blocks of 146, 146 and 8.
+  // 3 x 1500: each row is longer than the buffer (a heap buffer per row).
+  NDManager m = fresh();
+  for (auto [rows, classes] : {std::pair<std::int64_t, std::int64_t>{300, 7}, {3, 1500}}) {
+    CAPTURE(rows);
+    CAPTURE(classes);
+    const std::vector<double> logits = test_data(std::size_t(rows * classes), 9, -6, 6);
+    std::vector<double> label_values;
+    for (std::int64_t r = 0; r < rows; ++r) label_values.push_back(double((r * 5 + 3) % classes));
+    NDArray labels = m.create(label_values, {rows}).to_type(DataType::int64);
+    for (DataType dt : {DataType::float32, DataType::float64}) {
+      CAPTURE(to_string(dt));
+      const double tol = dt == DataType::float32 ? 1e-5 : 1e-12;
+      auto [fl, fg] = loss_and_gradient(m, logits, {rows, classes}, dt,
+                                        [&](const NDArray& x) { return sparse_softmax_cross_entropy(x, labels); });
+      auto [cl, cg] = loss_and_gradient(m, logits, {rows, classes}, dt,
+                                        [&](const NDArray& x) { return composed(x, labels); });
+      CHECK(fl == doctest::Approx(cl).epsilon(tol));
+      REQUIRE(fg.size() == cg.size());
+      for (std::size_t i = 0; i < fg.size(); ++i) CHECK(fg[i] == doctest::Approx(cg[i]).epsilon(tol).scale(1));
+    }
+  }
+}
+
 TEST_CASE("sparse softmax cross-entropy: batch axes, labels shaped like the rows, strided logits") {
   NDManager m = fresh();
   const std::vector<double> v = test_data(2 * 3 * 4, 5, -3, 3);

@@ -79,7 +79,7 @@ constexpr std::int64_t kIn = 784, kOut = 10, kBatch = 32, kRows = 64 * kBatch;
 constexpr int kWarmup = 20, kMeasured = 20;
 
 // Mean heap allocations per step over kMeasured steps, after kWarmup.
-double allocations_per_step(bool autoclose) {
+double allocations_per_step(bool autoclose, bool workspace = false) {
   test::AutoClose ac(autoclose);
   set_random_seed(3);
   Model model("alloc mlp", std::make_unique<nn::Mlp>(kIn, kOut, std::vector<std::int64_t>{128, 64}));
@@ -91,6 +91,7 @@ double allocations_per_step(bool autoclose) {
   training::TrainingConfig config;
   config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
   config.optimizer = std::make_shared<nn::Adam>(1e-3);
+  if (workspace) config.workspace_mode = training::WorkspaceMode::enabled;
   training::Trainer trainer(model, config);
   int step = 0;
   std::uint64_t before = 0, after = 0;
@@ -118,6 +119,17 @@ TEST_CASE("a steady-state training step of the Fashion-MNIST MLP makes at most 1
     MESSAGE(std::string(autoclose ? "auto-close on: " : "auto-close off: ") << per_step
                                                                             << " heap allocations per step");
     CHECK(per_step <= 10);
+  }
+}
+
+TEST_CASE("with workspaces on, a steady-state training step makes at most 1 heap allocation" *
+          doctest::skip(!NDGC_COUNT_MALLOC)) {
+  for (bool autoclose : {false, true}) {
+    CAPTURE(autoclose);
+    const double per_step = allocations_per_step(autoclose, true);
+    MESSAGE(std::string(autoclose ? "workspace, auto-close on: " : "workspace, auto-close off: ")
+            << per_step << " heap allocations per step");
+    CHECK(per_step <= 1);
   }
 }
 
