@@ -61,7 +61,7 @@ NDArray NDArray::to_device(Device device, Site site) const {
 // DJL's NDList.toDevice(device, copy).
 NDList NDList::to_device(Device device, bool copy, Site site) const {
   NDList out;
-  for (const NDArray& a : arrays_) out.push_back(!copy && a.device() == device ? a : a.to_device(device, site));
+  for (const NDArray& a : *this) out.push_back(!copy && a.device() == device ? a : a.to_device(device, site));
   return out;
 }
 
