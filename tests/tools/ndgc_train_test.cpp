@@ -696,4 +696,30 @@ TEST_CASE("ndgc-train --compare: a run that dies of OutOfMemory is reported, and
   CHECK(csv.find("\"OutOfMemory in epoch ") != std::string::npos);
 }
 
+// tools/CMakeLists.txt: ndgc-train does not link ndgc::trace (Boehm's heap
+// would take every `new` of every run) and hands trace runs to ndgc-train-trace.
+TEST_CASE("ndgc-train runs off Boehm's heap and hands --autoclose trace to ndgc-train-trace") {
+  const fs::path plain = NDGC_TRAIN_BINARY, traced = fs::path(NDGC_TRAIN_BINARY).parent_path() / "ndgc-train-trace";
+  if (!fs::exists(traced)) {
+    MESSAGE("skipped: this build has no ndgc-train-trace (no Boehm GC, or a sanitizer build)");
+    return;
+  }
+  // The dynamic symbol tables name what each program takes from libgc.
+  CHECK(read_text(plain).find("GC_malloc_uncollectable") == std::string::npos);
+  CHECK(read_text(traced).find("GC_malloc_uncollectable") != std::string::npos);
+  if (!data::FashionMnist::available()) {
+    MESSAGE("skipped the run: Fashion-MNIST is not installed (tools/bootstrap installs dataset-fashion-mnist)");
+    return;
+  }
+  TempDir tmp;
+  const fs::path log = tmp.path / "log.txt";
+  const int rc = run_program(
+      fmt::format("--autoclose trace --leak model --limit-batches 8 --epochs 1 --out '{}'", tmp.path.string()), log);
+  const std::string output = read_text(log);
+  INFO(output);
+  CHECK(rc == 0);
+  CHECK(output.find("trace detector:") != std::string::npos);  // only the detector's program reports it
+  CHECK(fs::exists(tmp.path / "run-trace.json"));
+}
+
 }  // namespace ndgc::train_tool

@@ -57,7 +57,7 @@ void print_written(const std::vector<std::filesystem::path>& paths) {
 int compare(const Options& o) {
   check_data(o);  // one clear message rather than three failing children
   std::vector<RunMode> modes{{AutoClose::off, false}, {AutoClose::on, false}};
-  if (trace_linked()) modes.push_back({AutoClose::trace, false});
+  if (trace_available()) modes.push_back({AutoClose::trace, false});
   modes.push_back({AutoClose::off, true});  // DL4J's answer: each step in a workspace
   CompareOutcome outcome = run_children(o, modes);
   std::cout << format_report(outcome.runs);
@@ -87,12 +87,17 @@ int single(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const ParseOutcome parsed = parse_options(argc, argv, trace_linked());
+  const ParseOutcome parsed = parse_options(argc, argv, trace_available());
   if (!parsed.options) {
     (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.message;
     return parsed.exit_code;
   }
   const Options& o = *parsed.options;
+  if (o.autoclose == AutoClose::trace && !trace_linked()) {  // the detector's run is ndgc-train-trace's
+    const std::string why = exec_trace_program(argv);  // returns only when the exec failed
+    std::cerr << "ndgc-train: cannot start the trace detector's program: " << why << '\n';
+    return 1;
+  }
   if (const std::string problem = device_problem(o); !problem.empty()) {  // before any data is read
     std::cerr << problem << '\n';
     return 2;
