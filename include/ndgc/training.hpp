@@ -247,6 +247,37 @@ class MemoryListener : public TrainingListener {
   std::vector<Row> rows_;
 };
 
+// Memory every N training steps: where MemoryListener gives one row an
+// epoch, this shows a leak growing step by step, and on a GPU what the
+// caching allocator reserves beside what arrays use. Reads the allocators'
+// counters only (no device synchronisation). Rows are kept, and appended to
+// a CSV file when one is given:
+//   epoch,step,host_bytes,gpu_bytes,gpu_reserved_bytes
+// `step` counts training steps from the start of training (1-based); the
+// GPU columns are the model's device (0 for a model on the CPU).
+// InvalidArgument for every_steps < 1.
+class MemoryTimelineListener : public TrainingListener {
+ public:
+  struct Row {
+    std::int64_t epoch = 0, step = 0;
+    std::uint64_t host_bytes = 0, gpu_bytes = 0, gpu_reserved_bytes = 0;
+  };
+  explicit MemoryTimelineListener(std::int64_t every_steps = 1, std::filesystem::path csv = {});
+  void on_training_begin(Trainer&) override;
+  void on_batch_end(Trainer&, const BatchResult& result) override;
+  void on_epoch_end(Trainer&, std::int64_t epoch) override;
+  void on_training_end(Trainer&) override;
+  const std::vector<Row>& rows() const noexcept { return rows_; }
+  static const char* csv_header() noexcept;
+
+ private:
+  std::int64_t every_;
+  std::int64_t steps_ = 0;
+  std::filesystem::path path_;
+  std::ofstream out_;
+  std::vector<Row> rows_;
+};
+
 // One line per epoch on `out`: the epoch, its duration and the metrics.
 class ProgressListener : public TrainingListener {
  public:

@@ -1,5 +1,5 @@
-// The built-in training listeners: epoch timing, memory per epoch (CSV),
-// progress lines.
+// The built-in training listeners: epoch timing, memory per epoch and every
+// N steps (CSV), progress lines.
 #include <ostream>
 
 #include <fmt/format.h>
@@ -74,6 +74,52 @@ void MemoryListener::on_epoch_end(Trainer& trainer, std::int64_t epoch) {
                         row.gpu_bytes, row.gpu_reserved_bytes, row.gpu_peak_bytes);
     out_.flush();
   }
+}
+
+MemoryTimelineListener::MemoryTimelineListener(std::int64_t every_steps, std::filesystem::path csv)
+    : every_(every_steps), path_(std::move(csv)) {
+  if (every_steps < 1)
+    throw InvalidArgument(fmt::format("MemoryTimelineListener: every_steps is {}; record every 1 or more steps",
+                                      every_steps));
+}
+
+const char* MemoryTimelineListener::csv_header() noexcept { return "epoch,step,host_bytes,gpu_bytes,gpu_reserved_bytes"; }
+
+void MemoryTimelineListener::on_training_begin(Trainer&) {
+  rows_.clear();
+  steps_ = 0;
+  if (path_.empty()) return;
+  out_.close();
+  out_.open(path_, std::ios::trunc);
+  if (!out_) throw DataError(fmt::format("MemoryTimelineListener: cannot create {}", path_.string()));
+  out_ << csv_header() << '\n';
+  out_.flush();
+}
+
+void MemoryTimelineListener::on_batch_end(Trainer& trainer, const BatchResult& result) {
+  if (!result.training || ++steps_ % every_ != 0) return;
+  Row row;
+  row.epoch = result.epoch;
+  row.step = steps_;
+  row.host_bytes = memory::stats(Device::cpu()).current_bytes;
+  if (!trainer.device().is_cpu()) {
+    const memory::Stats gpu = memory::stats(trainer.device());
+    row.gpu_bytes = gpu.current_bytes;
+    row.gpu_reserved_bytes = gpu.reserved_bytes;
+  }
+  rows_.push_back(row);
+  if (out_.is_open()) {
+    out_ << fmt::format("{},{},{},{},{}\n", row.epoch, row.step, row.host_bytes, row.gpu_bytes, row.gpu_reserved_bytes);
+  }
+}
+
+// Written as rows come, flushed once an epoch (not a write per step).
+void MemoryTimelineListener::on_epoch_end(Trainer&, std::int64_t) {
+  if (out_.is_open()) out_.flush();
+}
+
+void MemoryTimelineListener::on_training_end(Trainer&) {
+  if (out_.is_open()) out_.flush();
 }
 
 void ProgressListener::on_epoch_begin(Trainer&, std::int64_t) { start_ = std::chrono::steady_clock::now(); }

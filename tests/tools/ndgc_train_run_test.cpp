@@ -136,4 +136,36 @@ TEST_CASE("run_training refuses a device this process cannot use, naming it") {
                        doctest::Contains("ndgc-train --device gpu:0: gpu(0) is not available"), InvalidArgument);
 }
 
+TEST_CASE("--memory-every 4 on gpu:0: run-<config>-memory.csv has host and GPU bytes every 4 steps; growing with the leak") {
+  SmallData data;
+  test::SimGpu gpu;
+  Options o = options(data, Device::gpu(0), AutoClose::off, 2);
+  o.memory_every = 4;
+  fs::create_directories(o.out);
+  const RunResult r = run(o);
+  REQUIRE_FALSE(r.failure);
+  std::ifstream in(o.out / "run-off-memory.csv");
+  REQUIRE(in);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "epoch,step,host_bytes,gpu_bytes,gpu_reserved_bytes");
+  std::vector<std::vector<std::uint64_t>> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::uint64_t> row;
+    std::stringstream fields(line);
+    for (std::string f; std::getline(fields, f, ',');) row.push_back(std::stoull(f));
+    REQUIRE(row.size() == 5);
+    rows.push_back(row);
+  }
+  REQUIRE(rows.size() == 8);  // 2 epochs of 16 steps, every 4th
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CAPTURE(i);
+    CHECK(rows[i][0] == (i < 4 ? 0u : 1u));
+    CHECK(rows[i][1] == 4 * (i + 1));
+    CHECK(rows[i][3] > 0);
+    CHECK(rows[i][4] >= rows[i][3]);
+    if (i > 0) CHECK(rows[i][3] > rows[i - 1][3]);  // the leak (auto-close off), step by step
+  }
+}
+
 }  // namespace ndgc::train_tool

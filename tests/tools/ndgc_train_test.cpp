@@ -424,6 +424,20 @@ TEST_CASE("options: bad --device and --gpu-limit values are errors naming the op
   }
 }
 
+TEST_CASE("options: --memory-every N, in children too; a negative N is an error naming it") {
+  CHECK(parse({}).options->memory_every == 0);
+  ParseOutcome p = parse({"--memory-every", "50"});
+  REQUIRE(p.options);
+  CHECK(p.options->memory_every == 50);
+  ParseOutcome c = parse(child_arguments(*p.options, AutoClose::on));
+  REQUIRE(c.options);
+  CHECK(c.options->memory_every == 50);
+  const ParseOutcome bad = parse({"--memory-every", "-1"});
+  CHECK_FALSE(bad.options);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.message.find("--memory-every") != std::string::npos);
+}
+
 TEST_CASE("results: GPU figures and a failure survive JSON; a document without them reads as a CPU run that finished") {
   const RunResult r = died_in_epoch_3();
   CHECK(run_from_json(to_json(r)) == r);

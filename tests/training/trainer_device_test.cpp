@@ -16,6 +16,8 @@
 #include <vector>
 
 
+#include <fmt/format.h>
+
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
 
@@ -283,6 +285,67 @@ TEST_CASE("MemoryListener on gpu(0): the GPU's bytes in use, reserved and peak p
   training::fit(trainer, 1, train);
   CHECK(memory->rows()[0].gpu_bytes == 0);
   CHECK(memory->rows()[0].gpu_peak_bytes == 0);
+}
+
+TEST_CASE("MemoryTimelineListener: GPU bytes every N training steps, growing with the leak, in its CSV") {
+  test::SimGpu gpu;
+  NDManager host = NDManager::new_base_manager("host data");
+  data::ArrayDataset train = toy(host);  // 6 batches an epoch
+  const auto path = std::filesystem::temp_directory_path() / ("ndgc_timeline_" + std::to_string(::getpid()) + ".csv");
+  {
+    test::AutoClose off(false);
+    Model model("leaky", net(), Device::gpu(0));
+    model.initialize(Shape{kBatch, kFeatures});
+    training::TrainingConfig c = config();
+    c.listeners.push_back(std::make_shared<ModelLeak>());
+    auto timeline = std::make_shared<training::MemoryTimelineListener>(2, path);
+    c.listeners.push_back(timeline);
+    training::Trainer trainer(model, c);
+    training::fit(trainer, 2, train, &train);  // validation batches are not steps
+    const auto& rows = timeline->rows();
+    REQUIRE(rows.size() == 6);  // steps 2, 4, ..., 12
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      CAPTURE(i);
+      CHECK(rows[i].step == std::int64_t(2 * (i + 1)));
+      CHECK(rows[i].epoch == (i < 3 ? 0 : 1));
+      CHECK(rows[i].gpu_bytes > 0);
+      CHECK(rows[i].gpu_reserved_bytes >= rows[i].gpu_bytes);
+      if (i > 0) CHECK(rows[i].gpu_bytes > rows[i - 1].gpu_bytes);  // the leak, step by step
+    }
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    REQUIRE(lines.size() == 7);
+    CHECK(lines[0] == training::MemoryTimelineListener::csv_header());
+    const auto& r = rows.back();
+    CHECK(lines[6] == fmt::format("{},{},{},{},{}", r.epoch, r.step, r.host_bytes, r.gpu_bytes, r.gpu_reserved_bytes));
+  }
+  std::filesystem::remove(path);
+  // On the CPU the GPU's columns are zero and every step is a row with every_steps 1.
+  Model model("toy", net());
+  model.initialize(Shape{kBatch, kFeatures});
+  training::TrainingConfig c = config();
+  auto timeline = std::make_shared<training::MemoryTimelineListener>();
+  c.listeners.push_back(timeline);
+  training::Trainer trainer(model, c);
+  training::fit(trainer, 1, train);
+  REQUIRE(timeline->rows().size() == 6);
+  CHECK(timeline->rows()[0].host_bytes > 0);
+  CHECK(timeline->rows()[0].gpu_bytes == 0);
+  CHECK(timeline->rows()[0].gpu_reserved_bytes == 0);
+}
+
+TEST_CASE("MemoryTimelineListener: every_steps below 1 and an unwritable CSV are errors that say so") {
+  CHECK_THROWS_WITH_AS(training::MemoryTimelineListener(0), doctest::Contains("every_steps is 0"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(training::MemoryTimelineListener(-3), doctest::Contains("every_steps is -3"), InvalidArgument);
+  Model model("toy", net());
+  model.initialize(Shape{kBatch, kFeatures});
+  training::TrainingConfig c = config();
+  c.listeners.push_back(std::make_shared<training::MemoryTimelineListener>(1, "/nonexistent-dir/timeline.csv"));
+  training::Trainer trainer(model, c);
+  NDManager host = NDManager::new_base_manager("host data");
+  data::ArrayDataset train = toy(host);
+  CHECK_THROWS_WITH_AS(training::fit(trainer, 1, train), doctest::Contains("/nonexistent-dir/timeline.csv"), DataError);
 }
 
 TEST_CASE("DJL's leak on gpu(0): auto-close keeps device bytes flat from step to step; without it they grow") {

@@ -114,6 +114,10 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
                               }
                             },
                             "BYTES", "size"));
+  app.add_option("--memory-every", o.memory_every,
+                 "Also write run-<config>-memory.csv: host and GPU bytes (in use, reserved by the caching "
+                 "allocator) every N training steps (0: no such file)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--child", o.child, "(internal) a run started by --compare")->group("");
 
   // CLI11 parses a vector given last-argument-first.
@@ -160,6 +164,7 @@ std::vector<std::string> child_arguments(const Options& o, AutoClose mode, bool 
                              "--out",           o.out.string(),
                              "--device",        device_argument(o.device)};
   if (o.gpu_limit > 0) a.insert(a.end(), {"--gpu-limit", std::to_string(o.gpu_limit)});
+  if (o.memory_every > 0) a.insert(a.end(), {"--memory-every", std::to_string(o.memory_every)});
   if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir.string()});
   a.emplace_back("--child");
   return a;

@@ -57,6 +57,7 @@ struct Options {
   bool child = false;  // run by --compare: progress only, no summary
   Device device = Device::cpu();  // --device: where the model trains (the data stays on the host)
   std::uint64_t gpu_limit = 0;    // --gpu-limit: memory::set_limit on that GPU; 0: none
+  std::int64_t memory_every = 0;  // --memory-every N: run-<config>-memory.csv every N steps; 0: none
 };
 
 struct ParseOutcome {

@@ -98,6 +98,9 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     config.listeners.push_back(std::make_shared<ProgressBar>(progress, terminal, config_name({o.autoclose, o.workspace}),
                                                              o.epochs, train.batch_count(), o.device));
     if (o.leak == Leak::model) config.listeners.push_back(make_model_leak(model));
+    if (o.memory_every > 0 && job_ranks().rank == 0)  // rank 0 alone writes files
+      config.listeners.push_back(std::make_shared<training::MemoryTimelineListener>(
+          o.memory_every, o.out / ("run-" + result.config + "-memory.csv")));
     config.listeners.push_back(recorder->step_end_marker());  // last: see recorder.hpp
     training::Trainer trainer(model, config);
     try {
