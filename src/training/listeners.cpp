@@ -23,6 +23,16 @@ std::size_t arrays_below(const ManagerRef& m) {
   return n;
 }
 
+// Creates (truncates) `path` and writes the header line; DataError naming
+// `who` and the file when it cannot.
+void open_csv(std::ofstream& out, const std::filesystem::path& path, const char* header, const char* who) {
+  out.close();
+  out.open(path, std::ios::trunc);
+  if (!out) throw DataError(fmt::format("{}: cannot create {}", who, path.string()));
+  out << header << '\n';
+  out.flush();
+}
+
 }  // namespace
 
 void EpochTimingListener::on_epoch_begin(Trainer&, std::int64_t) { start_ = std::chrono::steady_clock::now(); }
@@ -35,12 +45,7 @@ const char* MemoryListener::csv_header() noexcept {
 
 void MemoryListener::on_training_begin(Trainer&) {
   rows_.clear();
-  if (path_.empty()) return;
-  out_.close();
-  out_.open(path_, std::ios::trunc);
-  if (!out_) throw DataError(fmt::format("MemoryListener: cannot create {}", path_.string()));
-  out_ << csv_header() << '\n';
-  out_.flush();
+  if (!path_.empty()) open_csv(out_, path_, csv_header(), "MemoryListener");
 }
 
 void MemoryListener::on_epoch_begin(Trainer& trainer, std::int64_t) {
@@ -88,12 +93,7 @@ const char* MemoryTimelineListener::csv_header() noexcept { return "epoch,step,h
 void MemoryTimelineListener::on_training_begin(Trainer&) {
   rows_.clear();
   steps_ = 0;
-  if (path_.empty()) return;
-  out_.close();
-  out_.open(path_, std::ios::trunc);
-  if (!out_) throw DataError(fmt::format("MemoryTimelineListener: cannot create {}", path_.string()));
-  out_ << csv_header() << '\n';
-  out_.flush();
+  if (!path_.empty()) open_csv(out_, path_, csv_header(), "MemoryTimelineListener");
 }
 
 void MemoryTimelineListener::on_batch_end(Trainer& trainer, const BatchResult& result) {

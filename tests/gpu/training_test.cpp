@@ -13,26 +13,14 @@
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
 
+#include "toy_problem.hpp"
+
 using namespace ndgc;
 
 namespace {
 
-data::ArrayDataset toy(const ManagerRef& host) {
-  set_random_seed(11);
-  NDArray x = host.random_normal({128, 8});
-  NDArray y = x.get(":, 0:3").argmax(1);
-  data::ArrayDataset d(x, y);
-  d.set_batch_size(16).set_shuffle(true, 5);
-  return d;
-}
-
-training::TrainingConfig config() {
-  training::TrainingConfig c;
-  c.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
-  c.optimizer = std::make_shared<nn::Adam>(1e-2);
-  c.metrics.push_back(std::make_shared<training::Accuracy>());
-  return c;
-}
+data::ArrayDataset toy(const ManagerRef& host) { return test::toy_problem(host, 128); }
+training::TrainingConfig config() { return test::toy_config(); }
 
 std::vector<std::vector<float>> train_on(Device device, std::map<std::string, double>& history) {
   NDManager host = NDManager::new_base_manager("host data");

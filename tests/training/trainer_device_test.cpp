@@ -22,29 +22,16 @@
 #include <ndgc/training.hpp>
 
 #include "sim_gpu.hpp"
+#include "toy_problem.hpp"
 
 namespace ndgc {
 namespace {
 
-constexpr std::int64_t kRows = 96, kBatch = 16, kFeatures = 8, kClasses = 3;
+constexpr std::int64_t kRows = 96, kBatch = test::kToyBatch, kFeatures = test::kToyFeatures, kClasses = test::kToyClasses;
 
-// A learnable problem on the host: class = arg-max of the first 3 features.
-data::ArrayDataset toy(const ManagerRef& host) {
-  set_random_seed(11);
-  NDArray x = host.random_normal({kRows, kFeatures});
-  NDArray y = x.get(":, 0:3").argmax(1);
-  data::ArrayDataset d(x, y);
-  d.set_batch_size(kBatch).set_shuffle(true, 5);
-  return d;
-}
-
-training::TrainingConfig config() {
-  training::TrainingConfig c;
-  c.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
-  c.optimizer = std::make_shared<nn::Adam>(1e-2);
-  c.metrics.push_back(std::make_shared<training::Accuracy>());
-  return c;
-}
+// A learnable problem on the host (tests/toy_problem.hpp): 6 batches.
+data::ArrayDataset toy(const ManagerRef& host) { return test::toy_problem(host, kRows); }
+training::TrainingConfig config() { return test::toy_config(); }
 
 std::unique_ptr<nn::Block> net() { return std::make_unique<nn::Mlp>(kFeatures, kClasses, std::vector<std::int64_t>{16}); }
 
