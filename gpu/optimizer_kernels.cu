@@ -2,19 +2,30 @@
 // src/ops/cpu/optimizer_kernels.cpp: one pass over the parameter, its
 // gradient and its state (contiguous float views of one dtype; the engine
 // returns false for anything else and the ops layer composes the update).
+#include <limits>
+
 #include "kernels.hpp"
 #include "launch.cuh"
 
 namespace ndgc::cuda::kernels {
 namespace {
 
+// A state value below the smallest normal number is stored as zero, as the
+// CPU loops do (Note [No denormal state] in src/ops/cpu/optimizer_kernels.cpp),
+// so both devices keep the same state. The GPU has no slow path for
+// denormals; this is for agreement, not speed.
+template <class T>
+__device__ T flush_denormal(T x) {
+  return fabs(x) < std::numeric_limits<T>::min() ? T(0) : x;
+}
+
 template <class T>
 __global__ void adam_kernel(T* w, const T* g, T* m, T* v, std::int64_t n, T b1, T b2, T c1, T c2, T wd, T step,
                             T eps, T inv_bc2) {
   for (std::int64_t i = global_index(); i < n; i += grid_stride()) {
     const T grad = wd != T(0) ? g[i] + wd * w[i] : g[i];
-    const T mi = b1 * m[i] + c1 * grad;
-    const T vi = b2 * v[i] + c2 * grad * grad;
+    const T mi = flush_denormal(b1 * m[i] + c1 * grad);
+    const T vi = flush_denormal(b2 * v[i] + c2 * grad * grad);
     m[i] = mi;
     v[i] = vi;
     w[i] -= step * mi / (sqrt(vi * inv_bc2) + eps);
@@ -26,7 +37,7 @@ __global__ void sgd_kernel(T* w, const T* g, T* m, std::int64_t n, T lr, T mu, T
   for (std::int64_t i = global_index(); i < n; i += grid_stride()) {
     const T grad = wd != T(0) ? g[i] + wd * w[i] : g[i];
     if (m) {
-      const T mi = mu * m[i] + grad;
+      const T mi = flush_denormal(mu * m[i] + grad);
       m[i] = mi;
       w[i] -= lr * mi;
     } else {

@@ -47,6 +47,8 @@ class Optimizer {
 };
 
 // Stochastic gradient descent with optional momentum and L2 weight decay.
+// Where a momentum value decays below the smallest normal number, the update
+// stores zero instead (as Adam does with its moments; see Adam).
 class Sgd : public Optimizer {
  public:
   explicit Sgd(double learning_rate, double momentum = 0, double weight_decay = 0);
@@ -62,6 +64,12 @@ class Sgd : public Optimizer {
 
 // Adam (Kingma & Ba), bias-corrected, with L2 weight decay added to the
 // gradient (PyTorch's Adam): see ops AdamHyper for the exact formula.
+// Differs from it in one way: a moment that decays below the smallest normal
+// number (1.2e-38 for float32), as the moments of a weight whose gradient
+// stays zero do, is stored as zero. Denormals never decay to zero under
+// rounding and are slow to compute on x86; the weight they would move by is
+// below 1e-30. (Contiguous state, the usual case; strided state is updated
+// as written.)
 class Adam : public Optimizer {
  public:
   explicit Adam(double learning_rate = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double epsilon = 1e-8,

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -288,6 +289,23 @@ TEST_CASE("fused Adam and SGD updates match the CPU") {
     ops::sgd_update(w.cpu, g.cpu, m.cpu, sgd);
     ops::sgd_update(w.gpu, g.gpu, m.gpu, sgd);
     check_same(w.cpu, w.gpu, 8 * tolerance(t), "sgd weight");
+  }
+}
+
+TEST_CASE("fused updates store denormal state as zero on the GPU as on the CPU") {
+  Devices d;
+  const float tiny = std::numeric_limits<float>::min(), ulp = std::numeric_limits<float>::denorm_min();
+  const std::vector<float> state = {tiny, 4 * ulp, 2 * tiny, 0.01f};  // the first two decay to denormals
+  for (const NDManager* mm : {&d.cpu, &d.gpu}) {
+    NDArray w = mm->create(std::vector<float>(4, 0.5f)), g = mm->zeros({4}, DataType::float32);
+    NDArray m = mm->create(state), v = mm->create(state), sm = mm->create(state);
+    ops::adam_update(w, g, m, v, {1e-3, 0.9, 0.999, 1e-8, 0, 0.1, 0.001});
+    ops::sgd_update(w, g, sm, {0.1, 0.9, 0});
+    INFO(w.device().to_string());
+    CHECK(m.to_vector<float>() == std::vector<float>{0, 0, 0.9f * (2 * tiny), 0.9f * 0.01f});
+    CHECK(v.to_vector<float>()[0] == 0);
+    CHECK(v.to_vector<float>()[1] == 0);
+    CHECK(sm.to_vector<float>() == std::vector<float>{0, 0, 0.9f * (2 * tiny), 0.9f * 0.01f});
   }
 }
 

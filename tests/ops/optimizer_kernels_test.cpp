@@ -7,7 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -122,6 +124,36 @@ TEST_CASE("a zero weight decay leaves an infinite weight infinite (no 0 * w term
   REQUIRE(ops::engine(Device::cpu()).adam_update(view(w), view(g), view(m), view(v),
                                                   {1e-3, 0.9, 0.999, 1e-8, 0, 0.1, 0.001}));
   CHECK(std::isinf(w[0]));
+}
+
+// Note [No denormal state]: a state value that decays below the smallest
+// normal number is stored as zero, in the vector body and in the tail alike;
+// one that stays normal is kept.
+TEST_CASE_TEMPLATE("the fused loops store denormal optimizer state as zero", T, float, double) {
+  constexpr T tiny = std::numeric_limits<T>::min(), ulp = std::numeric_limits<T>::denorm_min();
+  const std::int64_t n = 9;  // index 0 lies in a full vector, index 8 in the tail
+  for (std::int64_t at : {std::int64_t(0), n - 1}) {
+    CAPTURE(at);
+    std::vector<T> w(n, T(0.5)), g(n, T(0)), m(n, T(0.01)), v(n, T(0.01));
+    m[at] = tiny, v[at] = 4 * ulp;       // 0.9 * tiny is denormal; 0.999 * 4 ulp rounds back to 4 ulp
+    m[n - 1 - at] = 2 * tiny;            // 0.9 * 2 * tiny stays normal
+    const ops::AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0, 0.1, 0.001};
+    REQUIRE(ops::engine(Device::cpu()).adam_update(view(w), view(g), view(m), view(v), h));
+    CHECK(m[at] == 0);
+    CHECK(v[at] == 0);
+    CHECK(m[n - 1 - at] == T(0.9) * (2 * tiny));
+    CHECK(std::isnormal(v[n - 1 - at]));
+    CHECK(w[at] == T(0.5));
+
+    std::vector<T> sm(n, T(0.01));
+    sm[at] = 4 * ulp;
+    std::fill(w.begin(), w.end(), T(0.5));
+    REQUIRE(ops::engine(Device::cpu()).sgd_update(view(w), view(g), view(sm), {0.1, 0.9, 0}));
+    CHECK(sm[at] == 0);
+    CHECK(sm[n - 1 - at] == T(0.9) * T(0.01));
+    REQUIRE(ops::engine(Device::cpu()).sgd_update(view(w), view(g), view(sm), {0.1, 0.9, 0.01}));
+    CHECK(sm[at] != 0);  // weight decay brings a normal term: nothing to flush
+  }
 }
 
 TEST_CASE("the fused loops decline strided, mixed-dtype and integer views") {
