@@ -28,7 +28,7 @@ __global__ void adam_kernel(T* w, const T* g, T* m, T* v, std::int64_t n, T b1, 
     const T vi = flush_denormal(b2 * v[i] + c2 * grad * grad);
     m[i] = mi;
     v[i] = vi;
-    w[i] -= step * mi / (sqrt(vi * inv_bc2) + eps);
+    w[i] -= mi / (sqrt(vi * inv_bc2) + eps) * step;  // this order: Note [No denormal state]
   }
 }
 

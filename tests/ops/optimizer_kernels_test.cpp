@@ -156,6 +156,23 @@ TEST_CASE_TEMPLATE("the fused loops store denormal optimizer state as zero", T, 
   }
 }
 
+// Note [No denormal state]: Adam divides by the denominator before it scales
+// by the learning rate, so a small moment times a small rate never passes
+// through a denormal product. Multiplied first, lr * m below is denormal, keeps
+// only a few bits, and the weight's step is off by far more than rounding.
+TEST_CASE_TEMPLATE("the fused Adam step divides first, so a small moment keeps its precision", T, float, double) {
+  constexpr T tiny = std::numeric_limits<T>::min();
+  std::vector<T> w(9, T(0)), g(9, T(0)), m(9, 10 * tiny), v(9, T(1e-30));
+  const ops::AdamHyper h{1e-8, 0.9, 0.999, 1e-20, 0, 1, 1};
+  REQUIRE(ops::engine(Device::cpu()).adam_update(view(w), view(g), view(m), view(v), h));
+  const double mi = 0.9 * 10 * double(tiny), vi = 0.999 * 1e-30;
+  const double want = -(mi / (std::sqrt(vi) + 1e-20)) * 1e-8;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    INFO("w[" << i << "]");
+    CHECK(double(w[i]) == doctest::Approx(want).epsilon(std::is_same_v<T, float> ? 1e-5 : 1e-12).scale(0));  // relative
+  }
+}
+
 TEST_CASE("the fused loops decline strided, mixed-dtype and integer views") {
   ops::Engine& cpu = ops::engine(Device::cpu());
   const ops::AdamHyper adam{1e-3, 0.9, 0.999, 1e-8, 0, 0.1, 0.001};

@@ -28,19 +28,25 @@ namespace {
 // Note [No denormal state]
 // Adam's and SGD's state decays geometrically where a gradient is zero, as
 // it is for a dead ReLU unit or an input pixel that is always 0: m *= 0.9
-// and v *= 0.999 every step. Once such a value is denormal (below
-// numeric_limits<T>::min(), 1.2e-38 for float32) it never reaches zero,
-// because rounding to nearest turns 0.9 * 4 ulp back into 4 ulp, and every
-// later step pays the processor's slow path for denormal operands on it. In
-// perf/step_driver at x86-64-v3 that made the update 2.7 times slower than
-// the same loop on normal numbers (87 against 32 microseconds a step;
-// perf/RESULTS.md, issue 16). So the loops store a state value that is
-// denormal as zero. A value that small moves the weight by less than 1e-30,
-// so no result that matters changes, and the state then stays at an exact
-// zero until a gradient arrives. This is done by a compare and a mask, not
-// by the processor's flush-to-zero mode, so the result is the same on every
-// architecture and under valgrind. The composed update, which only strided
-// or mixed-dtype state takes, keeps denormals.
+// and v *= 0.999 every step. Denormal numbers (below numeric_limits<T>::min(),
+// 1.2e-38 for float32) then turn up in two places, and x86 processors compute
+// each operation that makes or reads one on a slow path:
+// - the state itself. A denormal state value never reaches zero, because
+//   rounding to nearest turns 0.9 * 4 ulp back into 4 ulp, so it would cost
+//   the slow path on every later step. The loops store it as zero instead. A
+//   value that small moves its weight by less than 1e-30, so no result that
+//   matters changes, and the state stays at an exact zero until a gradient
+//   arrives. This is a compare and a mask, not the processor's flush-to-zero
+//   mode, so results are the same on every architecture and under valgrind.
+// - Adam's step. Written lr/bc1 * m / (...), the product of a learning rate
+//   near 1e-3 and a decaying m is denormal for the ~66 steps m takes to fall
+//   from 1e-35 to 1e-38. So the loop divides first, m / (sqrt(v/bc2) + eps),
+//   whose denominator is below 1 for any gradient below 1, then multiplies by
+//   lr/bc1: PyTorch's order, and the composed update's.
+// In perf/step_driver at x86-64-v3 the two made the update 2.7 times slower
+// than the same loop on normal numbers (87 against 32 microseconds a step;
+// perf/RESULTS.md, issue 16). The composed update, which only strided or
+// mixed-dtype state takes, keeps denormal state.
 
 template <class T>
 inline T flush_denormal(T x) {
@@ -74,7 +80,7 @@ void adam(const TensorView& wv, const TensorView& gv, const TensorView& mv, cons
       const T vi = flush_denormal(b2 * v[i] + c2 * (gi * gi));
       m[i] = mi;
       v[i] = vi;
-      w[i] -= step * mi / (std::sqrt(vi * inv_bc2) + eps);
+      w[i] -= mi / (std::sqrt(vi * inv_bc2) + eps) * step;
     }
   } else {
 #pragma omp simd
@@ -84,7 +90,7 @@ void adam(const TensorView& wv, const TensorView& gv, const TensorView& mv, cons
       const T vi = flush_denormal(b2 * v[i] + c2 * (gi * gi));
       m[i] = mi;
       v[i] = vi;
-      w[i] -= step * mi / (std::sqrt(vi * inv_bc2) + eps);
+      w[i] -= mi / (std::sqrt(vi * inv_bc2) + eps) * step;
     }
   }
 }
