@@ -1,4 +1,4 @@
-# The CUDA engine (gpu/) is built whenever the toolkit is found (DESIGN.md §7).
+# The CUDA engine (gpu/) is built whenever the toolkit is found (docs/gpu.md).
 if(NOT NDGC_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
   if(CUDAToolkit_FOUND)

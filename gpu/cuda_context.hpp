@@ -1,6 +1,6 @@
 // The CUDA runtime side of the engine: the device probe, one stream per
 // device, per-thread cuBLAS handles, pinned staging buffers and error slots,
-// and the RAII owners of each (STYLE.md §4).
+// and the RAII owners of each.
 //
 // Thread-safety: every function may be called from any thread. Per-device
 // state is created once (std::call_once); per-thread state lives in a

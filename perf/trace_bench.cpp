@@ -1,4 +1,4 @@
-// The cost of one collection of the tracing detector (DESIGN.md §8) against
+// The cost of one collection of the tracing detector (docs/design.md §7) against
 // the number of live handles and the size of the collected heap.
 //
 //   BM_Collect/<handles>/<heap MiB>: one gc::collect() (a full Boehm

@@ -1,4 +1,4 @@
-// Leak debugging (DESIGN.md §5): where the memory is, and which line leaks it.
+// Leak debugging (docs/design.md §5): where the memory is, and which line leaks it.
 //
 //   debug::Snapshot before = debug::snapshot();          // every live array: ~10 ms per 100k
 //   for (int i = 0; i < 100; ++i) train_step();
@@ -328,7 +328,7 @@ OrphanReport orphans(const Snapshot& snapshot);
 
 // ---- leaked handles: what the trace detector closed ------------------------------------
 
-// Arrays the trace detector (DESIGN.md §8, ndgc::trace) closed because it
+// Arrays the trace detector (docs/design.md §7, ndgc::trace) closed because it
 // found their handles unreachable — a `new NDArray` never deleted, handles in
 // a dropped cycle of Collectables — grouped by creation site like orphans():
 // most bytes first; `managers` are the paths that held them when they were

@@ -1,5 +1,5 @@
 // Distributed: process groups and collectives over MPI (host arrays) and NCCL
-// (GPU arrays), and data-parallel training on top (DESIGN.md §7b).
+// (GPU arrays), and data-parallel training on top (docs/distributed.md).
 //
 //   #include <ndgc/distributed.hpp>                       // link ndgc::distributed
 //   auto pg = distributed::ProcessGroup::from_environment(); // mpirun -np 2 ./prog, or ./prog (size 1)

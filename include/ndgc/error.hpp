@@ -1,4 +1,4 @@
-// Errors: every failure ndgc reports is an ndgc::Error (DESIGN.md §9).
+// Errors: every failure ndgc reports is an ndgc::Error (docs/design.md §8).
 //
 //   try { a.add(b); }
 //   catch (const ndgc::ShapeMismatch& e) { std::cerr << e.what(); }

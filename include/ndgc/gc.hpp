@@ -1,4 +1,4 @@
-// The auto-close switch (DESIGN.md §3). Off by default.
+// The auto-close switch (docs/design.md §3). Off by default.
 //
 //   gc::enable();             // or NDGC_AUTOCLOSE=1 in the environment
 //   { NDArray t = a + b; }    // t's last handle dies: its array is queued

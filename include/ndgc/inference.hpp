@@ -11,7 +11,7 @@
 //   inference::Predictor<std::vector<float>, int> predictor(model, std::make_shared<Classify>());
 //   int label = predictor.predict(pixels);
 //
-// Managers follow DJL's tree (DESIGN.md §4): the predictor's manager is a
+// Managers follow DJL's tree (docs/design.md §4): the predictor's manager is a
 // sub-manager of the model's, and each predict() call gets a context
 // manager, a sub-manager of the predictor's, closed when the call returns.
 // The forward pass starts from the translator's inputs, so its results join

@@ -1,4 +1,4 @@
-// Managers: a tree that owns every native buffer (DESIGN.md §4, DJL semantics).
+// Managers: a tree that owns every native buffer (docs/design.md §4, DJL semantics).
 //
 //   NDManager base = NDManager::new_base_manager("app");   // a child of the system manager
 //   NDArray w = base.random_normal({784, 10});

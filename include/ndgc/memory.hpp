@@ -1,4 +1,4 @@
-// Memory accounting and limits, per device (DESIGN.md §6).
+// Memory accounting and limits, per device (docs/design.md §6).
 //
 //   memory::Stats s = memory::stats(Device::cpu());
 //   s.current_bytes;  s.peak_bytes;  s.allocated_bytes;  s.freed_bytes;

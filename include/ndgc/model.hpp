@@ -9,7 +9,7 @@
 //
 // The model's manager is a base manager (child of the system manager) named
 // after the model; trainers and predictors hang their managers under it
-// (DESIGN.md §4: model → trainer → batch, model → predictor → context).
+// (docs/design.md §4: model → trainer → batch, model → predictor → context).
 // Destroying the model closes that manager and everything below it.
 //
 // Parameter file format, version 1 (all integers little-endian):

@@ -8,7 +8,7 @@
 //
 // A handle is one pointer to a key (atomic count, UUID, registry slot and
 // generation); the array itself sits in a process-wide registry and belongs
-// to a manager (DESIGN.md §3). Copying a handle bumps the count; handles are
+// to a manager (docs/design.md §3). Copying a handle bumps the count; handles are
 // cheap to copy, safe to pass between threads and may be empty. Using a handle
 // whose array was closed throws ArrayClosed naming the array.
 //
@@ -136,7 +136,7 @@ class NDArray {
   // Idempotent. Other handles then throw ArrayClosed.
   void close(Site site = Site::current());
 
-  // ---- managers (DESIGN.md §4) --------------------------------------------
+  // ---- managers (docs/design.md §4) --------------------------------------------
   ManagerRef manager() const;
   // Moves the array to `manager` (ManagerCapped if it is capped).
   void attach(const ManagerRef& manager);
@@ -309,7 +309,7 @@ class NDArray {
 
   // ---- allocation -------------------------------------------------------------
   // `new NDArray(x)` goes on the collector's heap while the trace detector is
-  // on (DESIGN.md §8), so a forgotten one is found; `delete` frees it from
+  // on (docs/design.md §7), so a forgotten one is found; `delete` frees it from
   // whichever heap it came from. Otherwise these are the global forms.
   // Containers and `new NDArray[n]` always use the global heap.
   static void* operator new(std::size_t size);

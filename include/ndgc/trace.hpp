@@ -1,5 +1,5 @@
 // The tracing detector: Boehm GC finds handles that reference counting cannot
-// see die (DESIGN.md §8). Link ndgc::trace, then:
+// see die (docs/design.md §7). Link ndgc::trace, then:
 //
 //   gc::enable(gc::Detector::trace);        // or NDGC_AUTOCLOSE=trace
 //   auto* lost = new NDArray(m.ones({1024})); // never deleted

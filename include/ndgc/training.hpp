@@ -11,7 +11,7 @@
 //   training::fit(trainer, 3, train_set, &test_set);      // batches: trainer → batch
 //   double acc = trainer.history().back().at("validate_accuracy");
 //
-// Managers follow DJL's tree (DESIGN.md §4): the trainer's manager is a
+// Managers follow DJL's tree (docs/design.md §4): the trainer's manager is a
 // sub-manager of the model's; fit() asks the dataset for each batch in a
 // sub-manager of the trainer's, and the batch's manager closes when the step
 // is over. A step written like train_batch() — forward from the batch data,

@@ -1,4 +1,4 @@
-// Workspaces: ND4J's cyclic memory arenas, safe by construction (DESIGN.md §6).
+// Workspaces: ND4J's cyclic memory arenas, safe by construction (docs/design.md §6).
 //
 //   workspace::Config cfg;                        // defaults: learn the size from the first cycle
 //   for (auto& batch : batches) {

@@ -2,7 +2,7 @@
 //
 // Each Node is one op whose inputs reach an array that requires a gradient:
 // the OpRecord (ops/record.hpp), handles to the inputs and the output (so
-// auto-close cannot free them before backward, DESIGN.md §3), and for each
+// auto-close cannot free them before backward, docs/design.md §3), and for each
 // input where its gradient goes: the node that produced it, a leaf (an array
 // that requires a gradient), or nowhere. Recording order is a topological
 // order, so backward walks the nodes once, from the target down.

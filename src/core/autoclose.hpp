@@ -27,7 +27,7 @@ GcCounters& gc_counters() noexcept;
 // Hooks of the trace detector (ndgc::trace, src/trace/), installed once by
 // its start-up code when a program links it, never removed. The core calls
 // them through this table so that programs without ndgc::trace carry no
-// Boehm GC at all (DESIGN.md §8).
+// Boehm GC at all (docs/design.md §7).
 struct TraceHooks {
   void (*enable)();                                // start tracing new keys and `new NDArray`
   void (*disable)();

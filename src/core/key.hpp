@@ -1,4 +1,4 @@
-// Keys: what a handle points at (DESIGN.md §3).
+// Keys: what a handle points at (docs/design.md §3).
 //
 // A key is an array's identity for the handles that reach it: the handle
 // count, the UUID, and the registry slot and generation that resolve it to
@@ -120,7 +120,7 @@ inline NDArray try_handle(Key* key) noexcept {
 }
 
 // Pointers to keys that the library keeps are stored hidden (bit-inverted),
-// so a tracing collector never mistakes them for references (DESIGN.md §8).
+// so a tracing collector never mistakes them for references (docs/design.md §7).
 inline std::uintptr_t hide(const void* p) noexcept {
   return p ? ~reinterpret_cast<std::uintptr_t>(p) : 0;
 }

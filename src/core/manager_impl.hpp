@@ -1,4 +1,4 @@
-// ManagerImpl: one node of the manager tree (DESIGN.md §4).
+// ManagerImpl: one node of the manager tree (docs/design.md §4).
 //
 // A manager owns the arrays in its intrusive list and its sub-managers.
 // Reference-counted: NDManager, ManagerRef, each array's owner pointer and

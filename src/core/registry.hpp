@@ -1,4 +1,4 @@
-// The registry: the process-wide weak map from keys to arrays (DESIGN.md §3).
+// The registry: the process-wide weak map from keys to arrays (docs/design.md §3).
 //
 // A generational slot map. A slot is an index into chunks of Entry that are
 // allocated once and never freed, so an entry can be read at any time without
@@ -159,7 +159,7 @@ extern constinit Registry g_registry;
 inline Registry& Registry::instance() noexcept { return g_registry; }
 
 // A thread that uses handles must have its stack scanned by the trace
-// detector (DESIGN.md §8): it registers on its first use. One relaxed load
+// detector (docs/design.md §7): it registers on its first use. One relaxed load
 // while the detector is off.
 inline void note_thread_for_trace() noexcept {
   if (tracing()) [[unlikely]]

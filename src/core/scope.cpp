@@ -2,7 +2,7 @@
 //
 // The innermost scope of each thread is a thread_local pointer; it records
 // (slot, generation) pairs, never handles, so it keeps nothing alive and a
-// tracing collector has nothing to see there (DESIGN.md §8). Closing goes
+// tracing collector has nothing to see there (docs/design.md §7). Closing goes
 // through the registry's close protocol, so arrays closed earlier by other
 // means are skipped. attach() adds an array made elsewhere, keep()/detach()
 // remove one. The scope's opening line is its close site (Note [Close sites]

@@ -2,7 +2,7 @@
 //
 // Views (reshape, transpose, slices) are separate arrays that share one
 // Storage; the buffer goes back to the allocator when the last of them
-// closes. StorageRef is the one owner type (STYLE.md §4). While a workspace
+// closes. StorageRef is the one owner type. While a workspace
 // is open on the thread, the buffer is a lease of its arena: Note [Workspace
 // storage] in workspace_arrays.cpp.
 #pragma once

@@ -1,5 +1,5 @@
 // Recording for debug::leaked_handles(): the trace detector's drain reports
-// each array it closes because its handle leaked (DESIGN.md §8).
+// each array it closes because its handle leaked (docs/design.md §7).
 #pragma once
 
 #include "core/array_impl.hpp"

@@ -2,7 +2,7 @@
 // ProcessGroup, with gradients all-reduced in fused buckets.
 //
 // Note [Data-parallel layering]
-// training (the layer below distributed in DESIGN.md §2) must not depend on
+// training (the layer below distributed in docs/design.md §2) must not depend on
 // MPI, which ndgc::distributed makes optional. So training declares the hook
 // it calls (training::GradientReducer: broadcast the parameters, reduce the
 // gradients, sum the metrics) and this file, the one place in distributed

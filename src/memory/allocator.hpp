@@ -1,4 +1,4 @@
-// Device allocators: the one door every native buffer goes through (DESIGN.md §6).
+// Device allocators: the one door every native buffer goes through (docs/design.md §6).
 //
 // A DeviceAllocator wraps a raw backend (host heap, CUDA caching allocator)
 // with accounting (current / peak / allocated / freed bytes and counts, all
@@ -83,7 +83,7 @@ void register_allocator(Device device, DeviceAllocator* allocator);
 // The host (CPU) allocator: 64-byte aligned blocks from the C heap.
 DeviceAllocator& host_allocator();
 
-// Installed by lower layers (DESIGN.md §2 keeps memory unaware of them).
+// Installed by lower layers (docs/design.md §2 keeps memory unaware of them).
 // The pressure handler frees what it can (drain the reclaim queue, collect).
 using PressureHandler = void (*)(Device device);
 void set_pressure_handler(PressureHandler handler);

@@ -1,4 +1,4 @@
-// CachingAllocator: the device-memory policy of DESIGN.md §7, in the class of
+// CachingAllocator: the device-memory policy of docs/gpu.md, in the class of
 // PyTorch's CUDA caching allocator, over any SegmentSource.
 //
 // Key numbers: requests are rounded up to 512 B. Requests of at most 1 MiB

@@ -1,6 +1,6 @@
 // HostSegmentSource: a SegmentSource over the C heap that behaves like a
 // small device, so the caching allocator's policy and the OOM ladder are
-// tested on every machine (DESIGN.md §7) and benchmarked without a GPU.
+// tested on every machine (docs/gpu.md) and benchmarked without a GPU.
 //
 //   HostSegmentSource src(64 << 20);            // a "device" of 64 MiB
 //   CachingAllocator cache(src);

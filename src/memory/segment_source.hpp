@@ -1,4 +1,4 @@
-// SegmentSource: the driver side of a caching allocator (DESIGN.md §7).
+// SegmentSource: the driver side of a caching allocator (docs/gpu.md).
 //
 // The caching allocator's policy (src/memory/caching_allocator.hpp) is plain
 // C++ over this interface, so the same code runs over cudaMalloc/cudaFree/

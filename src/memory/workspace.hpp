@@ -1,4 +1,4 @@
-// Workspace: one thread's cyclic arena and its policies (DESIGN.md §6).
+// Workspace: one thread's cyclic arena and its policies (docs/design.md §6).
 //
 // The memory layer knows nothing of arrays: it hands out Leases (an aligned
 // region of the arena, or ordinary memory when it spills) and, before it

@@ -1,4 +1,4 @@
-// Index arithmetic shared by the CPU and CUDA engines (STYLE.md §8): strided
+// Index arithmetic shared by the CPU and CUDA engines: strided
 // and broadcast offsets, axis coalescing and reduction splits.
 //
 // Every function is NDGC_HD (__host__ __device__ under nvcc, plain inline

@@ -2,7 +2,7 @@
 // build the output and publish it into its first input's manager.
 //
 // Error messages name the op, the arrays (name or UUID, shape, dtype,
-// manager) and what to do (DESIGN.md §9). The output of an op is built
+// manager) and what to do (docs/design.md §8). The output of an op is built
 // privately and published only after its kernel ran (core/publish.hpp), so a
 // failing op leaves nothing behind.
 #pragma once

@@ -4,7 +4,7 @@
 // its output and what it needs to know to differentiate (OpRecord). The
 // autograd layer installs the recorder; until it does, record() is one
 // relaxed load of a null pointer. The inputs and output are handles, so
-// whatever the recorder keeps stays reachable (DESIGN.md §3).
+// whatever the recorder keeps stays reachable (docs/design.md §3).
 // In-place ops are not recorded: they are how optimizers update parameters.
 #pragma once
 

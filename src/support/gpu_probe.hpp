@@ -1,5 +1,5 @@
 // The GPU probe: how the layers above learn whether a GPU engine is linked in
-// and which devices it can use, without depending on it (DESIGN.md §2).
+// and which devices it can use, without depending on it (docs/design.md §2).
 //
 // gpu/ registers a probe from a static registrar when ndgc::cuda is linked;
 // without it gpu_count() is 0 and every Device::gpu(i) is refused with

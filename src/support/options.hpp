@@ -1,4 +1,4 @@
-// Options: every NDGC_* environment variable, read in one place (STYLE.md §6).
+// Options: every NDGC_* environment variable, read in one place.
 //
 // The table in options.cpp lists each variable, its default and what it does;
 // README.md documents the same list. Values are parsed on first use; a bad

@@ -1,5 +1,5 @@
 // The collector: Boehm GC's set-up, when it collects, and the drain's share
-// of its work (DESIGN.md §8).
+// of its work (docs/design.md §7).
 #pragma once
 
 namespace ndgc::trace::detail {

@@ -1,7 +1,7 @@
 // The global operator new and delete of a program linked with ndgc::trace:
 // every `new` on Boehm's heap, uncollectable but scanned (libgccpp's
 // behaviour), so that a handle kept in any standard container or `new`
-// object is always seen by the collector (DESIGN.md §8).
+// object is always seen by the collector (docs/design.md §7).
 //
 // Ours rather than libgccpp's because each allocation first registers the
 // calling thread: a collection that Boehm starts from an allocation on a

@@ -1,5 +1,5 @@
 // The trace detector's entry into the core: the TraceHooks table, registered
-// by start-up code before main() (DESIGN.md §8).
+// by start-up code before main() (docs/design.md §7).
 //
 // A program enables the detector with gc::enable(gc::Detector::trace) or
 // NDGC_AUTOCLOSE=trace; both reach this library only through the hooks, so

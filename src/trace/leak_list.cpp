@@ -1,7 +1,7 @@
 // The leak list: keys whose handles the collector found unreachable, between
 // their finalizer and the reclaim queue.
 //
-// A finalizer may not allocate or take locks (DESIGN.md §8), but the leak
+// A finalizer may not allocate or take locks (docs/design.md §7), but the leak
 // report wants each array's creation site, which needs a pin and a map
 // insert. So the finalizer pushes onto this intrusive stack (the key's own
 // hidden `next` link, as the reclaim queue does; a key is on at most one of

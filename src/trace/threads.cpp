@@ -18,7 +18,7 @@
 //    operator new does not, which is why we define ours. std::thread never
 //    goes through GC_pthread_create, so nothing else would register it.
 // Registration is owned by a thread-local RegisteredThread (one per thread,
-// STYLE.md §4) whose destructor unregisters when the thread ends. The main
+// an RAII owner) whose destructor unregisters when the thread ends. The main
 // thread and threads made by GC_pthread_create are registered already
 // (GC_DUPLICATE): those are not ours to unregister. After the owner is gone
 // (other thread-local destructors still running), the thread counts as

@@ -1,4 +1,4 @@
-// Auto-close: DESIGN.md §3 invariants 1, 2 and 5.
+// Auto-close: docs/design.md §3 invariants 1, 2 and 5.
 #include <doctest/doctest.h>
 
 #include <thread>

@@ -1,4 +1,4 @@
-// NDArray handles: counts, copies, moves, empty handles, identity (DESIGN.md §3).
+// NDArray handles: counts, copies, moves, empty handles, identity (docs/design.md §3).
 #include <doctest/doctest.h>
 
 #include "test_util.hpp"

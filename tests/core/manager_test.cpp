@@ -1,4 +1,4 @@
-// Managers: DJL semantics (DESIGN.md §4) and invariants 3 and 4 of §3.
+// Managers: DJL semantics (docs/design.md §4) and invariants 3 and 4 of §3.
 #include <doctest/doctest.h>
 
 #include <sstream>

@@ -1,5 +1,5 @@
 // The reclaim queue's drain: bounded (Note [Bounded drains]) and without lost
-// wake-ups (Note [Drain hand-off]). DESIGN.md §3, invariant 2.
+// wake-ups (Note [Drain hand-off]). docs/design.md §3, invariant 2.
 #include <doctest/doctest.h>
 
 #include <atomic>

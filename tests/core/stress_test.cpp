@@ -1,6 +1,6 @@
 // Multi-threaded stress: threads create, copy, share (through a queue), use
 // and drop handles, close managers and toggle auto-close while others work.
-// At the end, invariants 1 and 4 of DESIGN.md §3 must hold: no array a
+// At the end, invariants 1 and 4 of docs/design.md §3 must hold: no array a
 // handle reached was ever closed by auto-close, and every byte is returned.
 #include <doctest/doctest.h>
 

@@ -4,7 +4,7 @@
 // close (array or manager), new sub-manager, NDList attach, toggle
 // auto-close, poll, sweep, and workspaces (activate with a policy drawn from
 // the input, leave, detach, leverage_to, destroy, create under ScopeOut) —
-// and checks DESIGN.md §3 after every step:
+// and checks docs/design.md §3 after every step:
 //
 //   1. no array a handle slot reaches is closed by auto-close or sweep, and
 //      every open one still holds the value its history says (arrays are

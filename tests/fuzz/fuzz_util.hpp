@@ -50,7 +50,7 @@ inline void write_file(const std::filesystem::path& path, const std::uint8_t* da
 inline std::uint64_t host_bytes() { return memory::stats(Device::cpu()).current_bytes; }
 inline std::uint64_t open_arrays() { return detail::Registry::instance().open_arrays(); }
 
-// Invariant 4 of DESIGN.md §3 around one input: bytes in use and open
+// Invariant 4 of docs/design.md §3 around one input: bytes in use and open
 // arrays are back to where they were once the input's managers are closed.
 class Balance {
  public:

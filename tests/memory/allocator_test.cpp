@@ -1,4 +1,4 @@
-// Memory accounting, limits and the out-of-memory path (DESIGN.md §6).
+// Memory accounting, limits and the out-of-memory path (docs/design.md §6).
 #include <doctest/doctest.h>
 
 #include "memory/allocator.hpp"

@@ -8,7 +8,7 @@
 // array count and bytes agree with its array list, the arrays' bytes agree
 // with the allocator's count, and the same call succeeds once the fault is
 // gone. After the managers close, host bytes in use and open arrays are back
-// to where they were (DESIGN.md §3 invariant 4, §9). The sweep ends at the
+// to where they were (docs/design.md §3 invariant 4, §8). The sweep ends at the
 // first N the call completes without reaching: that N - 1 is the number of
 // allocations the call makes, every one of them tested.
 #include <doctest/doctest.h>

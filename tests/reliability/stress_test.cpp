@@ -6,7 +6,7 @@
 // errors): every array is filled with a known value, so a use is checked for
 // its content, not only for not crashing. Arrays of a thread's "stable"
 // manager, which no one closes before the end, must stay readable with their
-// value wherever their handles travel (invariant 1 of DESIGN.md §3: auto-close
+// value wherever their handles travel (invariant 1 of docs/design.md §3: auto-close
 // never closes an array a handle reaches); arrays of the shared managers may
 // be closed by a manager close, never by auto-close or sweep. At the end,
 // after every manager closes, host bytes and open arrays are back where they

@@ -6,7 +6,7 @@
 // model's manager (what DJL 0.20's own gradient zeroing did). Both are
 // computed by ops whose first input lives in the model's manager: a parameter
 // (`param.array()`) and a gradient (`a.gradient()`). An op's output joins
-// its first input's manager (DESIGN.md §4), so every step adds 20 arrays
+// its first input's manager (docs/design.md §4), so every step adds 20 arrays
 // (~2.6 KB) to the model's manager, not to the step's batch manager:
 //
 //   - auto-close off: they stay until the model closes. Bytes and live

@@ -1,4 +1,4 @@
-// ndgc-train under `mpirun -np N` (data-parallel, DESIGN.md §7b), when this
+// ndgc-train under `mpirun -np N` (data-parallel, docs/distributed.md), when this
 // program links ndgc::distributed; stubs otherwise (a job of one rank), so
 // the rest of ndgc-train needs no #if.
 //

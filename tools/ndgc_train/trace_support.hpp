@@ -1,4 +1,4 @@
-// The trace detector, when this program links ndgc::trace (DESIGN.md §8,
+// The trace detector, when this program links ndgc::trace (docs/design.md §7,
 // ndgc-train-trace); stubs otherwise, so the rest of ndgc-train needs no #if.
 // ndgc-train itself does not link it (tools/CMakeLists.txt says why) and
 // hands --autoclose trace runs to ndgc-train-trace, found beside it.
