@@ -35,6 +35,18 @@ training::TrainingConfig config() { return test::toy_config(); }
 
 std::unique_ptr<nn::Block> net() { return std::make_unique<nn::Mlp>(kFeatures, kClasses, std::vector<std::int64_t>{16}); }
 
+// fit() for `epochs` on a fresh toy model on `device`, with these listeners
+// (the listener tests read what the listeners kept, after the model closes).
+void fit_toy(Device device, std::vector<std::shared_ptr<training::TrainingListener>> listeners,
+             const data::ArrayDataset& train, std::int64_t epochs, const data::ArrayDataset* validation = nullptr) {
+  Model model("toy", net(), device);
+  model.initialize(Shape{kBatch, kFeatures});
+  training::TrainingConfig c = config();
+  c.listeners = std::move(listeners);
+  training::Trainer trainer(model, c);
+  training::fit(trainer, epochs, train, validation);
+}
+
 struct Trained {
   std::vector<std::vector<float>> parameters;
   std::vector<std::map<std::string, double>> history;
@@ -238,13 +250,8 @@ TEST_CASE("MemoryListener on gpu(0): the GPU's bytes in use, reserved and peak p
   data::ArrayDataset train = toy(host);
   const auto path = std::filesystem::temp_directory_path() / ("ndgc_gpu_memory_" + std::to_string(::getpid()) + ".csv");
   {
-    Model model("toy", net(), Device::gpu(0));
-    model.initialize(Shape{kBatch, kFeatures});
-    training::TrainingConfig c = config();
     auto memory = std::make_shared<training::MemoryListener>(path);
-    c.listeners.push_back(memory);
-    training::Trainer trainer(model, c);
-    training::fit(trainer, 3, train);
+    fit_toy(Device::gpu(0), {memory}, train, 3);
     REQUIRE(memory->rows().size() == 3);
     for (const training::MemoryListener::Row& r : memory->rows()) {
       CHECK(r.gpu_bytes > 0);
@@ -263,13 +270,8 @@ TEST_CASE("MemoryListener on gpu(0): the GPU's bytes in use, reserved and peak p
   }
   std::filesystem::remove(path);
   // On the CPU the GPU's columns are zero.
-  Model model("toy", net());
-  model.initialize(Shape{kBatch, kFeatures});
-  training::TrainingConfig c = config();
   auto memory = std::make_shared<training::MemoryListener>();
-  c.listeners.push_back(memory);
-  training::Trainer trainer(model, c);
-  training::fit(trainer, 1, train);
+  fit_toy(Device::cpu(), {memory}, train, 1);
   CHECK(memory->rows()[0].gpu_bytes == 0);
   CHECK(memory->rows()[0].gpu_peak_bytes == 0);
 }
@@ -281,14 +283,8 @@ TEST_CASE("MemoryTimelineListener: GPU bytes every N training steps, growing wit
   const auto path = std::filesystem::temp_directory_path() / ("ndgc_timeline_" + std::to_string(::getpid()) + ".csv");
   {
     test::AutoClose off(false);
-    Model model("leaky", net(), Device::gpu(0));
-    model.initialize(Shape{kBatch, kFeatures});
-    training::TrainingConfig c = config();
-    c.listeners.push_back(std::make_shared<ModelLeak>());
     auto timeline = std::make_shared<training::MemoryTimelineListener>(2, path);
-    c.listeners.push_back(timeline);
-    training::Trainer trainer(model, c);
-    training::fit(trainer, 2, train, &train);  // validation batches are not steps
+    fit_toy(Device::gpu(0), {std::make_shared<ModelLeak>(), timeline}, train, 2, &train);  // validation batches are not steps
     const auto& rows = timeline->rows();
     REQUIRE(rows.size() == 6);  // steps 2, 4, ..., 12
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -309,13 +305,8 @@ TEST_CASE("MemoryTimelineListener: GPU bytes every N training steps, growing wit
   }
   std::filesystem::remove(path);
   // On the CPU the GPU's columns are zero and every step is a row with every_steps 1.
-  Model model("toy", net());
-  model.initialize(Shape{kBatch, kFeatures});
-  training::TrainingConfig c = config();
   auto timeline = std::make_shared<training::MemoryTimelineListener>();
-  c.listeners.push_back(timeline);
-  training::Trainer trainer(model, c);
-  training::fit(trainer, 1, train);
+  fit_toy(Device::cpu(), {timeline}, train, 1);
   REQUIRE(timeline->rows().size() == 6);
   CHECK(timeline->rows()[0].host_bytes > 0);
   CHECK(timeline->rows()[0].gpu_bytes == 0);
@@ -325,14 +316,12 @@ TEST_CASE("MemoryTimelineListener: GPU bytes every N training steps, growing wit
 TEST_CASE("MemoryTimelineListener: every_steps below 1 and an unwritable CSV are errors that say so") {
   CHECK_THROWS_WITH_AS(training::MemoryTimelineListener(0), doctest::Contains("every_steps is 0"), InvalidArgument);
   CHECK_THROWS_WITH_AS(training::MemoryTimelineListener(-3), doctest::Contains("every_steps is -3"), InvalidArgument);
-  Model model("toy", net());
-  model.initialize(Shape{kBatch, kFeatures});
-  training::TrainingConfig c = config();
-  c.listeners.push_back(std::make_shared<training::MemoryTimelineListener>(1, "/nonexistent-dir/timeline.csv"));
-  training::Trainer trainer(model, c);
   NDManager host = NDManager::new_base_manager("host data");
   data::ArrayDataset train = toy(host);
-  CHECK_THROWS_WITH_AS(training::fit(trainer, 1, train), doctest::Contains("/nonexistent-dir/timeline.csv"), DataError);
+  CHECK_THROWS_WITH_AS(
+      fit_toy(Device::cpu(), {std::make_shared<training::MemoryTimelineListener>(1, "/nonexistent-dir/timeline.csv")},
+              train, 1),
+      doctest::Contains("/nonexistent-dir/timeline.csv"), DataError);
 }
 
 TEST_CASE("DJL's leak on gpu(0): auto-close keeps device bytes flat from step to step; without it they grow") {
