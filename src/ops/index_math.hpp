@@ -12,12 +12,7 @@
 
 #include "ndgc/shape.hpp"
 #include "ops/engine.hpp"
-
-#if defined(__CUDACC__)
-#define NDGC_HD __host__ __device__
-#else
-#define NDGC_HD
-#endif
+#include "ops/host_device.hpp"
 
 namespace ndgc::ops::index {
 

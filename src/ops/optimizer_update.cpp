@@ -7,7 +7,8 @@
 // gradient and two state arrays through memory about a dozen times and makes
 // temporaries; for the 109k-parameter MLP of perf/ that alone costs about as
 // much as its forward pass. So an update is one engine call: the CPU engine
-// does it in one pass over cache-sized blocks (ops/cpu/optimizer_kernels.cpp).
+// and the CUDA engine each do it in one pass, with one element's maths from
+// ops/optimizer_math.hpp.
 // An engine without such a kernel (or views it does not handle) gets the
 // same maths composed from its primitives here, with one or two scratch
 // buffers.
