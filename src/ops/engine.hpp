@@ -64,7 +64,7 @@ enum class Reduce : std::uint8_t { sum, mean, max, min };
 // Adam): g' = g + wd·w; m = β1·m + (1-β1)·g'; v = β2·v + (1-β2)·g'²;
 // w -= m / (sqrt(v / bc2) + ε) · lr / bc1, where bc_i = 1 - β_i^t, the
 // division first (PyTorch's order; see Note [No denormal state] in
-// ops/cpu/optimizer_kernels.cpp).
+// ops/optimizer_math.hpp).
 struct AdamHyper {
   double learning_rate, beta1, beta2, epsilon, weight_decay, bias_correction1, bias_correction2;
 };
