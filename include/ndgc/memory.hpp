@@ -48,6 +48,10 @@ struct Stats {
   std::uint64_t workspace_capacity_bytes = 0;  // arena bytes held
   std::uint64_t workspace_used_bytes = 0;      // arena bytes holding arrays not yet recycled
   std::uint64_t workspace_spilled_bytes = 0;   // total ever spilled to ordinary memory
+  // On a GPU: host memory holding copies of its arrays that reads on the
+  // host reuse until a GPU write (the host mirror, docs/gpu.md). Not part of
+  // current_bytes or of any limit; freed with the arrays' storage.
+  std::uint64_t host_mirror_bytes = 0;
 };
 
 // Each function throws DeviceMismatch for a device no engine registered an

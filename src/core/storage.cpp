@@ -1,6 +1,8 @@
 // Storage: buffers from the device allocator, freed with the last view.
 #include "core/storage.hpp"
 
+#include "core/host_mirror.hpp"
+
 #include <memory>
 
 #include "memory/allocator.hpp"
@@ -29,12 +31,23 @@ std::uint64_t Storage::release() noexcept {
   // copied from a held one).
   if (refs_.load(std::memory_order_acquire) != 1 && refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return 0;
   std::uint64_t freed = bytes_;
+  if (HostMirror* m = mirror_.load(std::memory_order_relaxed)) [[unlikely]]
+    delete m;
   if (lease_) [[unlikely]]
     memory::Workspace::release(lease_);
   else
     memory::allocator(device_).deallocate(data_, bytes_);
   delete this;
   return freed;
+}
+
+HostMirror& Storage::host_mirror() {
+  HostMirror* m = mirror_.load(std::memory_order_acquire);
+  if (m) return *m;
+  auto made = std::make_unique<HostMirror>(device_, bytes_);
+  if (mirror_.compare_exchange_strong(m, made.get(), std::memory_order_acq_rel, std::memory_order_acquire))
+    return *made.release();
+  return *m;  // another thread's
 }
 
 using StorageFreeList = support::FreeList<sizeof(Storage), Storage>;

@@ -21,6 +21,8 @@ struct Lease;
 
 namespace ndgc::detail {
 
+struct HostMirror;
+
 class Storage {
  public:
   // Throws OutOfMemory (after draining the reclaim queue once).
@@ -40,6 +42,9 @@ class Storage {
   std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
   // The workspace lease the buffer is, or null (ordinary memory).
   memory::Lease* lease() const noexcept { return lease_; }
+  // The host copy of a GPU buffer (core/host_mirror.hpp), made on first
+  // call; freed with the buffer. std::bad_alloc.
+  HostMirror& host_mirror();
 
  private:
   Storage(Device device, std::size_t bytes, void* data) : device_(device), bytes_(bytes), data_(data) {}
@@ -49,6 +54,7 @@ class Storage {
   std::size_t bytes_;
   void* data_;
   memory::Lease* lease_ = nullptr;
+  std::atomic<HostMirror*> mirror_{nullptr};
 };
 
 class StorageRef {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
+#include "ops/gpu_writes.hpp"
 
 namespace ndgc::distributed::detail {
 namespace {
@@ -97,6 +98,7 @@ void NcclCommunicator::all_reduce(void* data, std::int64_t count, DataType dtype
                                   Clock::time_point deadline) {
   check(cudaSetDevice(device_), header, "cudaSetDevice");
   check(cudaDeviceSynchronize(), header, "cudaDeviceSynchronize");
+  ops::CountsAsGpuWrite writes;  // NCCL writes GPU memory outside the engine
   check(ncclAllReduce(data, data, std::size_t(count), nccl_type(dtype), nccl_op(op, dtype), comm_, stream_), header,
         "ncclAllReduce");
   wait(header, deadline);
@@ -106,6 +108,7 @@ void NcclCommunicator::broadcast(void* data, std::int64_t count, DataType dtype,
                                  Clock::time_point deadline) {
   check(cudaSetDevice(device_), header, "cudaSetDevice");
   check(cudaDeviceSynchronize(), header, "cudaDeviceSynchronize");
+  ops::CountsAsGpuWrite writes;  // NCCL writes GPU memory outside the engine
   check(ncclBroadcast(data, data, std::size_t(count), nccl_type(dtype), root, comm_, stream_), header, "ncclBroadcast");
   wait(header, deadline);
 }
@@ -114,6 +117,7 @@ void NcclCommunicator::all_gather(const void* in, void* out, std::int64_t count,
                                   Clock::time_point deadline) {
   check(cudaSetDevice(device_), header, "cudaSetDevice");
   check(cudaDeviceSynchronize(), header, "cudaDeviceSynchronize");
+  ops::CountsAsGpuWrite writes;  // NCCL writes GPU memory outside the engine
   check(ncclAllGather(in, out, std::size_t(count), nccl_type(dtype), comm_, stream_), header, "ncclAllGather");
   wait(header, deadline);
 }

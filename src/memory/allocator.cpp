@@ -41,6 +41,7 @@ bool injected_failure() noexcept {
 
 // Registered allocators of other devices; the host one is built in.
 std::array<std::atomic<DeviceAllocator*>, kMaxGpus> g_gpu_allocators{};
+std::array<std::atomic<std::uint64_t>, kMaxGpus> g_host_mirror_bytes{};
 
 }  // namespace
 
@@ -193,6 +194,10 @@ void register_allocator(Device device, DeviceAllocator* a) {
 
 void set_pressure_handler(PressureHandler handler) { g_pressure.store(handler, std::memory_order_release); }
 void set_oom_reporter(OomReporter reporter) { g_reporter.store(reporter, std::memory_order_release); }
+void note_host_mirror_bytes(Device device, std::int64_t delta) noexcept {
+  if (device.is_cpu() || device.index < 0 || device.index >= kMaxGpus) return;
+  g_host_mirror_bytes[std::size_t(device.index)].fetch_add(std::uint64_t(delta), std::memory_order_relaxed);
+}
 void fail_allocation_after(std::uint64_t n) noexcept { g_fail_countdown.store(n, std::memory_order_relaxed); }
 
 // ---- the public API of ndgc/memory.hpp --------------------------------------
@@ -202,6 +207,8 @@ Stats stats(Device device) {
   s.workspace_capacity_bytes = w.capacity;
   s.workspace_used_bytes = w.used;
   s.workspace_spilled_bytes = w.spilled;
+  if (!device.is_cpu())
+    s.host_mirror_bytes = g_host_mirror_bytes[std::size_t(device.index)].load(std::memory_order_relaxed);
   return s;
 }
 void reset_peak(Device device) { allocator(device).reset_peak(); }

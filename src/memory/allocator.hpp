@@ -91,6 +91,10 @@ void set_pressure_handler(PressureHandler handler);
 using OomReporter = std::string (*)(Device device);
 void set_oom_reporter(OomReporter reporter);
 
+// Host bytes holding copies of `device`'s arrays (core/host_mirror.hpp),
+// reported as Stats::host_mirror_bytes. `delta` may be negative.
+void note_host_mirror_bytes(Device device, std::int64_t delta) noexcept;
+
 // Test-only fault injection: the `n`-th native allocation from now (1 = the
 // next one) fails as if over its limit; 0 disarms. Counts every device.
 void fail_allocation_after(std::uint64_t n) noexcept;

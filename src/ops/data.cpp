@@ -8,6 +8,7 @@
 
 #include "ndgc/error.hpp"
 #include "ndgc/ndarray.hpp"
+#include "ops/host_read.hpp"
 #include "ops/op_support.hpp"
 
 namespace ndgc {
@@ -19,7 +20,7 @@ void NDArray::copy_to(void* out, DataType as, std::size_t count) const {
   Pinned a(*this, "to_vector");
   if (count != std::size_t(a->size()))
     throw InvalidArgument(fmt::format("copy_to: room for {} elements, but {} has {}", count, describe(*a), a->size()));
-  engine(a->device).to_host(view_of(*a), contiguous_view(out, as, a->shape));
+  read_to_host(*a, contiguous_view(out, as, a->shape));
 }
 
 void NDArray::copy_item(void* out, DataType as) const {
@@ -27,7 +28,7 @@ void NDArray::copy_item(void* out, DataType as) const {
   Pinned a(*this, "item");
   if (a->size() != 1)
     throw InvalidArgument(fmt::format("item: {} has {} elements; item() needs exactly one", describe(*a), a->size()));
-  engine(a->device).to_host(view_of(*a), contiguous_view(out, as, a->shape));
+  read_to_host(*a, contiguous_view(out, as, a->shape));
 }
 
 namespace {
@@ -63,7 +64,7 @@ void print(std::ostream& out, const Cell& cell, const Shape& shape, int axis, st
 template <class T>
 std::vector<T> host_values(const ArrayImpl& a) {
   std::vector<T> v(static_cast<std::size_t>(a.size()));
-  engine(a.device).to_host(view_of(a), contiguous_view(v.data(), dtype_of<T>, a.shape));
+  read_to_host(a, contiguous_view(v.data(), dtype_of<T>, a.shape));
   return v;
 }
 

@@ -8,6 +8,7 @@
 
 #include "ndgc/error.hpp"
 #include "ops/cpu/cpu_engine.hpp"
+#include "ops/gpu_writes.hpp"
 #include "support/gpu_probe.hpp"
 
 namespace ndgc::ops {
@@ -25,7 +26,8 @@ Engine& engine(Device device) {
 }
 
 void register_engine(DeviceType type, Engine* e) noexcept {
-  if (type == DeviceType::gpu) g_gpu_engine.store(e, std::memory_order_release);
+  // Wrapped so that every write to GPU memory advances the write epoch (ops/gpu_writes.hpp).
+  if (type == DeviceType::gpu) g_gpu_engine.store(count_gpu_writes(e), std::memory_order_release);
 }
 
 TensorView contiguous_view(void* data, DataType dtype, const Shape& shape) noexcept {

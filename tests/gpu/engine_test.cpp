@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -257,6 +258,27 @@ TEST_CASE("transfers: to_device both ways, item, copy_to, views") {
   CHECK(out == in.cpu.to_vector<double>());
   CHECK_THROWS_WITH_AS(in.gpu.to_device(Device::gpu(gpu_count())), doctest::Contains("out of range"),
                        InvalidArgument);
+}
+
+TEST_CASE("host mirror: repeated reads reuse the host copy; every kind of GPU write invalidates it") {
+  Devices d;
+  Inputs in = d.make({40, 25}, DataType::float32);
+  const std::vector<float> want = in.cpu.to_vector<float>();
+  const std::uint64_t before = memory::stats(Device::gpu(0)).host_mirror_bytes;
+  CHECK(in.gpu.to_vector<float>() == want);
+  CHECK(memory::stats(Device::gpu(0)).host_mirror_bytes == before + 4000);
+  for (int i = 0; i < 40; ++i)  // views of the mirrored storage, strided ones included
+    CHECK(in.gpu.get(NDIndex().add_index(i).add_slice(std::nullopt, std::nullopt, 3)).to_vector<float>() ==
+          in.cpu.get(NDIndex().add_index(i).add_slice(std::nullopt, std::nullopt, 3)).to_vector<float>());
+  in.gpu.add_(1);  // a kernel
+  in.cpu.add_(1);
+  CHECK(in.gpu.get("7, 3").item<float>() == in.cpu.get("7, 3").item<float>());
+  in.gpu.assign_(in.cpu.to_device(Device::gpu(0)));  // a device copy
+  in.gpu.get("0").fill_(5);
+  in.cpu.get("0").fill_(5);
+  CHECK(in.gpu.to_vector<float>() == in.cpu.to_vector<float>());
+  in.gpu.close();
+  CHECK(memory::stats(Device::gpu(0)).host_mirror_bytes == before);
 }
 
 TEST_CASE("gradients through GradientCollector equal the CPU's") {

@@ -1,0 +1,137 @@
+// The GPU write epoch and the engine wrapper that advances it.
+//
+// The epoch advances *after* each call returns (or throws), never before:
+// a reader loads the epoch, then copies. A write issued before the load is
+// in the copy (the copy synchronises the stream that wrote); a write issued
+// after it advances the epoch past the loaded value, so the next read sees a
+// stale mirror and copies again. Advancing before issuing would let a copy
+// taken between the two keep a value the write then changes.
+#include "ops/gpu_writes.hpp"
+
+#include <atomic>
+
+#include "ops/engine.hpp"
+
+namespace ndgc::ops {
+namespace {
+
+std::atomic<std::uint64_t> g_epoch{1};
+
+class WriteCountingEngine final : public Engine {
+ public:
+  std::atomic<Engine*> wrapped{nullptr};
+
+  Engine* target() const noexcept { return wrapped.load(std::memory_order_relaxed); }
+
+  void fill(const TensorView& out, double value) override {
+    CountsAsGpuWrite w;
+    target()->fill(out, value);
+  }
+  void arange(const TensorView& out, double start, double step) override {
+    CountsAsGpuWrite w;
+    target()->arange(out, start, step);
+  }
+  void eye(const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->eye(out);
+  }
+  void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
+                      std::uint64_t offset) override {
+    CountsAsGpuWrite w;
+    target()->random_uniform(out, low, high, seed, offset);
+  }
+  void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
+                     std::uint64_t offset) override {
+    CountsAsGpuWrite w;
+    target()->random_normal(out, mean, stddev, seed, offset);
+  }
+  void copy(const TensorView& in, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->copy(in, out);
+  }
+  void unary(Unary op, const TensorView& in, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->unary(op, in, out);
+  }
+  void binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->binary(op, a, b, out);
+  }
+  void binary_scalar(Binary op, const TensorView& a, double s, bool scalar_left, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->binary_scalar(op, a, s, scalar_left, out);
+  }
+  void where(const TensorView& condition, const TensorView& a, const TensorView& b, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->where(condition, a, b, out);
+  }
+  bool relu_backward(const TensorView& x, const TensorView& g, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    return target()->relu_backward(x, g, out);
+  }
+  void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->reduce(op, in, axes, out);
+  }
+  void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->arg_reduce(max, in, axis, out);
+  }
+  void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->matmul(a, b, out);
+  }
+  bool matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    return target()->matmul_add(a, b, out);
+  }
+  void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->softmax(in, axis, log, out);
+  }
+  bool sparse_softmax_cross_entropy(const TensorView& logits, const TensorView& labels,
+                                    const TensorView& loss) override {
+    CountsAsGpuWrite w;
+    return target()->sparse_softmax_cross_entropy(logits, labels, loss);
+  }
+  bool sparse_softmax_cross_entropy_backward(const TensorView& logits, const TensorView& labels, const TensorView& g,
+                                             const TensorView& grad) override {
+    CountsAsGpuWrite w;
+    return target()->sparse_softmax_cross_entropy_backward(logits, labels, g, grad);
+  }
+  void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->one_hot(indices, depth, out);
+  }
+  // The one call that only reads GPU memory.
+  void to_host(const TensorView& in, const TensorView& host_out) override { target()->to_host(in, host_out); }
+  void from_host(const TensorView& host_in, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->from_host(host_in, out);
+  }
+  bool adam_update(const TensorView& weight, const TensorView& grad, const TensorView& mean,
+                   const TensorView& variance, const AdamHyper& hyper) override {
+    CountsAsGpuWrite w;
+    return target()->adam_update(weight, grad, mean, variance, hyper);
+  }
+  bool sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
+                  const SgdHyper& hyper) override {
+    CountsAsGpuWrite w;
+    return target()->sgd_update(weight, grad, momentum, hyper);
+  }
+};
+
+WriteCountingEngine g_counting;
+
+}  // namespace
+
+void note_gpu_write() noexcept { g_epoch.fetch_add(1, std::memory_order_acq_rel); }
+std::uint64_t gpu_write_epoch() noexcept { return g_epoch.load(std::memory_order_acquire); }
+
+Engine* count_gpu_writes(Engine* inner) noexcept {
+  // Published by register_engine's release store of the table's pointer.
+  g_counting.wrapped.store(inner, std::memory_order_relaxed);
+  return inner ? &g_counting : nullptr;
+}
+
+}  // namespace ndgc::ops

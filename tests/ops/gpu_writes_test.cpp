@@ -1,0 +1,178 @@
+// Tests src/ops/gpu_writes.cpp: the engine the table hands out for a GPU
+// forwards every call to the registered engine (arguments and results) and
+// advances the GPU write epoch after each call but to_host, also when the
+// call throws; note_gpu_write advances it for writes outside the engine.
+#include <stdexcept>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "ops/engine.hpp"
+#include "ops/gpu_writes.hpp"
+#include "ops_test_util.hpp"
+#include "sim_gpu.hpp"
+
+using namespace ndgc;
+using ops::TensorView;
+
+namespace {
+
+// Records each call's name; the bool calls answer `accepts`; fill throws
+// for a value of -1.
+class RecordingEngine final : public ops::Engine {
+ public:
+  std::vector<std::string> calls;
+  bool accepts = true;
+
+  void fill(const TensorView&, double value) override {
+    calls.push_back("fill");
+    if (value == -1) throw std::runtime_error("fill failed");
+  }
+  void arange(const TensorView&, double, double) override { calls.push_back("arange"); }
+  void eye(const TensorView&) override { calls.push_back("eye"); }
+  void random_uniform(const TensorView&, double, double, std::uint64_t, std::uint64_t) override {
+    calls.push_back("random_uniform");
+  }
+  void random_normal(const TensorView&, double, double, std::uint64_t, std::uint64_t) override {
+    calls.push_back("random_normal");
+  }
+  void copy(const TensorView&, const TensorView&) override { calls.push_back("copy"); }
+  void unary(ops::Unary, const TensorView&, const TensorView&) override { calls.push_back("unary"); }
+  void binary(ops::Binary, const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("binary");
+  }
+  void binary_scalar(ops::Binary, const TensorView&, double, bool, const TensorView&) override {
+    calls.push_back("binary_scalar");
+  }
+  void where(const TensorView&, const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("where");
+  }
+  bool relu_backward(const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("relu_backward");
+    return accepts;
+  }
+  void reduce(ops::Reduce, const TensorView&, std::uint32_t, const TensorView&) override {
+    calls.push_back("reduce");
+  }
+  void arg_reduce(bool, const TensorView&, int, const TensorView&) override { calls.push_back("arg_reduce"); }
+  void matmul(const TensorView&, const TensorView&, const TensorView&) override { calls.push_back("matmul"); }
+  bool matmul_add(const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("matmul_add");
+    return accepts;
+  }
+  void softmax(const TensorView&, int, bool, const TensorView&) override { calls.push_back("softmax"); }
+  bool sparse_softmax_cross_entropy(const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("sparse_softmax_cross_entropy");
+    return accepts;
+  }
+  bool sparse_softmax_cross_entropy_backward(const TensorView&, const TensorView&, const TensorView&,
+                                             const TensorView&) override {
+    calls.push_back("sparse_softmax_cross_entropy_backward");
+    return accepts;
+  }
+  void one_hot(const TensorView&, std::int64_t, const TensorView&) override { calls.push_back("one_hot"); }
+  void to_host(const TensorView&, const TensorView&) override { calls.push_back("to_host"); }
+  void from_host(const TensorView&, const TensorView&) override { calls.push_back("from_host"); }
+  bool adam_update(const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                   const ops::AdamHyper&) override {
+    calls.push_back("adam_update");
+    return accepts;
+  }
+  bool sgd_update(const TensorView&, const TensorView&, const TensorView&, const ops::SgdHyper&) override {
+    calls.push_back("sgd_update");
+    return accepts;
+  }
+};
+
+// Every Engine call, each made once on `e`; returns the bool calls' results.
+std::vector<bool> call_everything(ops::Engine& e) {
+  const TensorView v;
+  const ops::AdamHyper adam{};
+  const ops::SgdHyper sgd{};
+  std::vector<bool> answers;
+  e.fill(v, 0);
+  e.arange(v, 0, 1);
+  e.eye(v);
+  e.random_uniform(v, 0, 1, 1, 0);
+  e.random_normal(v, 0, 1, 1, 0);
+  e.copy(v, v);
+  e.unary(ops::Unary::neg, v, v);
+  e.binary(ops::Binary::add, v, v, v);
+  e.binary_scalar(ops::Binary::add, v, 1, false, v);
+  e.where(v, v, v, v);
+  answers.push_back(e.relu_backward(v, v, v));
+  e.reduce(ops::Reduce::sum, v, 1, v);
+  e.arg_reduce(true, v, 0, v);
+  e.matmul(v, v, v);
+  answers.push_back(e.matmul_add(v, v, v));
+  e.softmax(v, 0, false, v);
+  answers.push_back(e.sparse_softmax_cross_entropy(v, v, v));
+  answers.push_back(e.sparse_softmax_cross_entropy_backward(v, v, v, v));
+  e.one_hot(v, 2, v);
+  e.from_host(v, v);
+  answers.push_back(e.adam_update(v, v, v, v, adam));
+  answers.push_back(e.sgd_update(v, v, v, sgd));
+  return answers;
+}
+
+// Puts `e` in the table for gpu(0) (the simulated GPU's probe makes it
+// usable) and the simulated GPU's engine back when done.
+struct Registered {
+  test::SimGpu& gpu;
+  Registered(test::SimGpu& g, ops::Engine& e) : gpu(g) { ops::register_engine(DeviceType::gpu, &e); }
+  ~Registered() { ops::register_engine(DeviceType::gpu, &gpu.engine()); }
+};
+
+}  // namespace
+
+TEST_CASE("gpu writes: every engine call but to_host reaches the engine and advances the epoch once") {
+  test::SimGpu gpu;
+  RecordingEngine recorder;
+  Registered registered(gpu, recorder);
+  ops::Engine& e = ops::engine(Device::gpu(0));
+  REQUIRE(&e != &recorder);  // wrapped
+
+  const std::uint64_t before = ops::gpu_write_epoch();
+  const std::vector<bool> answers = call_everything(e);
+  CHECK(recorder.calls.size() == 22);
+  CHECK(ops::gpu_write_epoch() == before + 22);
+  CHECK(answers == std::vector<bool>(6, true));
+
+  recorder.accepts = false;  // "no such kernel" is passed back; the call still counts
+  CHECK(call_everything(e) == std::vector<bool>(6, false));
+  CHECK(ops::gpu_write_epoch() == before + 44);
+
+  recorder.calls.clear();
+  const std::uint64_t reading = ops::gpu_write_epoch();
+  e.to_host(TensorView{}, TensorView{});
+  CHECK(recorder.calls == std::vector<std::string>{"to_host"});
+  CHECK(ops::gpu_write_epoch() == reading);
+}
+
+TEST_CASE("gpu writes: a call that throws still advances the epoch") {
+  test::SimGpu gpu;
+  RecordingEngine recorder;
+  Registered registered(gpu, recorder);
+  const std::uint64_t before = ops::gpu_write_epoch();
+  CHECK_THROWS_WITH_AS(ops::engine(Device::gpu(0)).fill(TensorView{}, -1), "fill failed", std::runtime_error);
+  CHECK(ops::gpu_write_epoch() == before + 1);
+}
+
+TEST_CASE("gpu writes: note_gpu_write and CountsAsGpuWrite advance the epoch, from any thread") {
+  const std::uint64_t before = ops::gpu_write_epoch();
+  ops::note_gpu_write();
+  CHECK(ops::gpu_write_epoch() == before + 1);
+  { ops::CountsAsGpuWrite write; CHECK(ops::gpu_write_epoch() == before + 1); }
+  CHECK(ops::gpu_write_epoch() == before + 2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([] {
+      for (int i = 0; i < 1000; ++i) ops::note_gpu_write();
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(ops::gpu_write_epoch() == before + 4002);
+}
+
+TEST_CASE("gpu writes: the CPU engine is not wrapped") {
+  CHECK(&ops::engine(Device::cpu()) == &ops::cpu::cpu_engine());
+}
