@@ -143,13 +143,13 @@ void CudaEngine::where(const TensorView& condition, const TensorView& a, const T
 void CudaEngine::reduce(ops::Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) {
   if (out.size() == 0) return;
   On on(out);
-  kernels::reduce(op, in, axes, out, on.stream);
+  kernels::reduce(op, in, axes, out, on.device, on.stream);
 }
 
 void CudaEngine::arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) {
   if (out.size() == 0) return;
   On on(out);
-  kernels::arg_reduce(max, in, axis, out, on.stream);
+  kernels::arg_reduce(max, in, axis, out, on.device, on.stream);
 }
 
 void CudaEngine::matmul(const TensorView& a, const TensorView& b, const TensorView& out) {

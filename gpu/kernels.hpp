@@ -35,9 +35,10 @@ void random_normal(const TensorView& out, double mean, double stddev, std::uint6
 void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out, std::int64_t* err,
              cudaStream_t stream);
 
-// reduce_kernels.cu
-void reduce(ops::Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out, cudaStream_t stream);
-void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out, cudaStream_t stream);
+// reduce_kernels.cu (`device`: where long rows' partial results go, Note [Split rows])
+void reduce(ops::Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out, int device,
+            cudaStream_t stream);
+void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out, int device, cudaStream_t stream);
 void softmax(const TensorView& in, int axis, bool log, const TensorView& out, cudaStream_t stream);
 
 // matmul_kernel.cu: out = a × b (accumulate: out += a × b), batched over the

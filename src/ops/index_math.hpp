@@ -121,4 +121,39 @@ NDGC_HD inline ReduceSplit split_reduction(const TensorView& in, std::uint32_t a
   return s;
 }
 
+// Note [Split rows]
+// One block per row leaves a GPU idle when a reduction has few long rows (a
+// full sum is one row). Such rows are cut into chunks of consecutive columns:
+// a first pass reduces each (row, chunk) into a partial result, a second
+// reduces each row's partials in chunk order (ops/reduce_math.hpp says how
+// partials combine). Rows are cut only when there are fewer than
+// `target_blocks` of them, into no more chunks than it takes to reach that
+// many blocks, each at least `min_chunk` columns long (shorter ones would
+// cost the second launch more than they save). No chunk is empty; only the
+// last may be shorter than `length`.
+struct ColumnChunks {
+  std::int64_t count = 1;  // chunks per row; 1: the row is not cut
+  std::int64_t length = 0;  // columns per chunk
+
+  NDGC_HD std::int64_t begin(std::int64_t chunk) const noexcept { return chunk * length; }
+  NDGC_HD std::int64_t end(std::int64_t chunk, std::int64_t cols) const noexcept {
+    const std::int64_t e = (chunk + 1) * length;
+    return e < cols ? e : cols;
+  }
+};
+
+NDGC_HD inline ColumnChunks chunk_columns(std::int64_t rows, std::int64_t cols, std::int64_t target_blocks,
+                                          std::int64_t min_chunk) noexcept {
+  ColumnChunks c;
+  c.length = cols;
+  if (rows <= 0 || rows >= target_blocks || min_chunk <= 0 || cols < 2 * min_chunk) return c;
+  const std::int64_t wanted = (target_blocks + rows - 1) / rows;  // chunks per row to reach the target
+  const std::int64_t most = cols / min_chunk;                       // each at least min_chunk long
+  const std::int64_t n = wanted < most ? wanted : most;
+  if (n < 2) return c;
+  c.length = (cols + n - 1) / n;
+  c.count = (cols + c.length - 1) / c.length;
+  return c;
+}
+
 }  // namespace ndgc::ops::index
