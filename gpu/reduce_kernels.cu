@@ -26,10 +26,9 @@ namespace {
 using ops::Reduce;
 using ops::index::ColumnChunks;
 using ops::index::ReduceSplit;
-using ops::reduce_math::better;
 using ops::reduce_math::combine;
-using ops::reduce_math::finish;
 using ops::reduce_math::merge;
+using ops::reduce_math::Reduction;
 using ops::reduce_math::Slot;
 
 // Rows are cut when there are fewer than this many blocks' worth (an H100 or
@@ -56,77 +55,44 @@ __device__ Slot<T> block_reduce(Slot<T> mine, F f) {
 // Columns [begin, end) of the row at `base`, reduced by the block: every
 // thread gets the result.
 template <class T>
-__device__ Slot<T> reduce_columns(Reduce op, const T* base, const ReduceSplit& s, std::int64_t begin,
+__device__ Slot<T> reduce_columns(Reduction how, const T* base, const ReduceSplit& s, std::int64_t begin,
                                   std::int64_t end) {
   Slot<T> mine{T(0), 0, false};
-  for (std::int64_t c = begin + threadIdx.x; c < end; c += blockDim.x) {
-    const T x = base[s.col_offset(c)];
-    mine.value = mine.has ? combine(op, mine.value, x) : x;
-    mine.has = true;
-  }
-  return block_reduce(mine, [op](Slot<T> a, Slot<T> b) { return merge(op, a, b); });
-}
-
-template <class T>
-__device__ Slot<T> arg_columns(bool max, const T* base, const ReduceSplit& s, std::int64_t begin, std::int64_t end) {
-  Slot<T> mine{T(0), 0, false};
   for (std::int64_t c = begin + threadIdx.x; c < end; c += blockDim.x)
-    mine = better(max, mine, Slot<T>{base[s.col_offset(c)], c, true});
-  return block_reduce(mine, [max](Slot<T> a, Slot<T> b) { return better(max, a, b); });
+    mine = how.join(mine, Slot<T>{base[s.col_offset(c)], c, true});
+  return block_reduce(mine, [how](Slot<T> a, Slot<T> b) { return how.join(a, b); });
 }
 
-template <class T>
-__global__ void reduce_kernel(Reduce op, const T* in, ReduceSplit s, T* out) {
+// One pass: a block per row.
+template <class T, class Out>
+__global__ void rows_kernel(Reduction how, const T* in, ReduceSplit s, Out* out) {
   for (std::int64_t row = blockIdx.x; row < s.rows; row += gridDim.x) {
-    const Slot<T> total = reduce_columns(op, in + s.row_offset(row), s, 0, s.cols);
-    if (threadIdx.x == 0) out[row] = finish(op, total, s.cols);
+    const Slot<T> total = reduce_columns(how, in + s.row_offset(row), s, 0, s.cols);
+    if (threadIdx.x == 0) out[row] = how.result<Out>(total, s.cols);
   }
 }
 
+// First pass of split rows: partial[row * chunks.count + k] is chunk k of row.
 template <class T>
-__global__ void arg_reduce_kernel(bool max, const T* in, ReduceSplit s, std::int64_t* out) {
-  for (std::int64_t row = blockIdx.x; row < s.rows; row += gridDim.x) {
-    const Slot<T> best = arg_columns(max, in + s.row_offset(row), s, 0, s.cols);
-    if (threadIdx.x == 0) out[row] = best.has ? best.index : 0;
-  }
-}
-
-// First pass of a split row: partial[row * chunks.count + k] is chunk k of row.
-template <class T>
-__global__ void partial_kernel(bool arg, Reduce op, bool max, const T* in, ReduceSplit s, ColumnChunks chunks,
-                               Slot<T>* partial) {
+__global__ void chunks_kernel(Reduction how, const T* in, ReduceSplit s, ColumnChunks chunks, Slot<T>* partial) {
   const std::int64_t items = s.rows * chunks.count;
   for (std::int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const std::int64_t row = item / chunks.count, k = item % chunks.count;
-    const T* base = in + s.row_offset(row);
-    const std::int64_t begin = chunks.begin(k), end = chunks.end(k, s.cols);
-    const Slot<T> part = arg ? arg_columns(max, base, s, begin, end) : reduce_columns(op, base, s, begin, end);
+    const Slot<T> part = reduce_columns(how, in + s.row_offset(row), s, chunks.begin(k), chunks.end(k, s.cols));
     if (threadIdx.x == 0) partial[item] = part;
   }
 }
 
-// Second pass: a row's partials, in chunk order.
-template <class T>
-__global__ void reduce_partials_kernel(Reduce op, const Slot<T>* partial, std::int64_t rows, ColumnChunks chunks,
-                                       std::int64_t cols, T* out) {
+// Second pass: each row's partials.
+template <class T, class Out>
+__global__ void partials_kernel(Reduction how, const Slot<T>* partial, std::int64_t rows, ColumnChunks chunks,
+                                std::int64_t cols, Out* out) {
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     Slot<T> mine{T(0), 0, false};
     for (std::int64_t k = threadIdx.x; k < chunks.count; k += blockDim.x)
-      mine = merge(op, mine, partial[row * chunks.count + k]);
-    const Slot<T> total = block_reduce(mine, [op](Slot<T> a, Slot<T> b) { return merge(op, a, b); });
-    if (threadIdx.x == 0) out[row] = finish(op, total, cols);
-  }
-}
-
-template <class T>
-__global__ void arg_partials_kernel(bool max, const Slot<T>* partial, std::int64_t rows, ColumnChunks chunks,
-                                    std::int64_t* out) {
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    Slot<T> mine{T(0), 0, false};
-    for (std::int64_t k = threadIdx.x; k < chunks.count; k += blockDim.x)
-      mine = better(max, mine, partial[row * chunks.count + k]);
-    const Slot<T> best = block_reduce(mine, [max](Slot<T> a, Slot<T> b) { return better(max, a, b); });
-    if (threadIdx.x == 0) out[row] = best.has ? best.index : 0;
+      mine = how.join(mine, partial[row * chunks.count + k]);
+    const Slot<T> total = block_reduce(mine, [how](Slot<T> a, Slot<T> b) { return how.join(a, b); });
+    if (threadIdx.x == 0) out[row] = how.result<Out>(total, cols);
   }
 }
 
@@ -156,6 +122,25 @@ __global__ void softmax_kernel(const T* in, ReduceSplit s, T* out, ReduceSplit s
 
 unsigned row_blocks(std::int64_t rows) { return unsigned(rows < kMaxBlocks ? (rows < 1 ? 1 : rows) : kMaxBlocks); }
 
+// Rows of `s` reduced into `out`, in one pass or, for few long rows, two.
+template <class T, class Out>
+void launch(Reduction how, const TensorView& in, const ReduceSplit& s, Out* out, int device, cudaStream_t stream) {
+  const T* x = static_cast<const T*>(in.data);
+  const ColumnChunks chunks = ops::index::chunk_columns(s.rows, s.cols, kSplitTargetBlocks, kMinChunk);
+  if (chunks.count == 1) {
+    rows_kernel<T, Out><<<row_blocks(s.rows), kThreads, 0, stream>>>(how, x, s, out);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const std::int64_t items = s.rows * chunks.count;
+  DeviceScratch partial(device, std::size_t(items) * sizeof(Slot<T>));  // freed stream-ordered
+  auto* p = static_cast<Slot<T>*>(partial.get());
+  chunks_kernel<T><<<row_blocks(items), kThreads, 0, stream>>>(how, x, s, chunks, p);
+  CUDA_CHECK_LAUNCH();
+  partials_kernel<T, Out><<<row_blocks(s.rows), kThreads, 0, stream>>>(how, p, s.rows, chunks, s.cols, out);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out, int device,
@@ -166,48 +151,20 @@ void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorVie
     fill(out, op == Reduce::sum ? 0.0 : std::numeric_limits<double>::quiet_NaN(), stream);
     return;
   }
-  const ColumnChunks chunks = ops::index::chunk_columns(s.rows, s.cols, kSplitTargetBlocks, kMinChunk);
   dispatch(in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>) {  // the ops layer converts booleans first
-      const T* x = static_cast<const T*>(in.data);
-      T* y = static_cast<T*>(out.data);
-      if (chunks.count == 1) {
-        reduce_kernel<T><<<row_blocks(s.rows), kThreads, 0, stream>>>(op, x, s, y);
-        CUDA_CHECK_LAUNCH();
-        return;
-      }
-      const std::int64_t items = s.rows * chunks.count;
-      DeviceScratch partial(device, std::size_t(items) * sizeof(Slot<T>));
-      auto* p = static_cast<Slot<T>*>(partial.get());
-      partial_kernel<T><<<row_blocks(items), kThreads, 0, stream>>>(false, op, false, x, s, chunks, p);
-      CUDA_CHECK_LAUNCH();
-      reduce_partials_kernel<T><<<row_blocks(s.rows), kThreads, 0, stream>>>(op, p, s.rows, chunks, s.cols, y);
-      CUDA_CHECK_LAUNCH();
-    }
+    if constexpr (!std::is_same_v<T, bool>)  // the ops layer converts booleans first
+      launch<T, T>(Reduction{op, false, false}, in, s, static_cast<T*>(out.data), device, stream);
   });
 }
 
 void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out, int device, cudaStream_t stream) {
   const ReduceSplit s = ops::index::split_reduction(in, 1u << axis);
   if (s.rows == 0) return;
-  const ColumnChunks chunks = ops::index::chunk_columns(s.rows, s.cols, kSplitTargetBlocks, kMinChunk);
   dispatch(in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const T* x = static_cast<const T*>(in.data);
-    auto* y = static_cast<std::int64_t*>(out.data);
-    if (chunks.count == 1) {
-      arg_reduce_kernel<T><<<row_blocks(s.rows), kThreads, 0, stream>>>(max, x, s, y);
-      CUDA_CHECK_LAUNCH();
-      return;
-    }
-    const std::int64_t items = s.rows * chunks.count;
-    DeviceScratch partial(device, std::size_t(items) * sizeof(Slot<T>));
-    auto* p = static_cast<Slot<T>*>(partial.get());
-    partial_kernel<T><<<row_blocks(items), kThreads, 0, stream>>>(true, Reduce::max, max, x, s, chunks, p);
-    CUDA_CHECK_LAUNCH();
-    arg_partials_kernel<T><<<row_blocks(s.rows), kThreads, 0, stream>>>(max, p, s.rows, chunks, y);
-    CUDA_CHECK_LAUNCH();
+    launch<T, std::int64_t>(Reduction{Reduce::max, true, max}, in, s, static_cast<std::int64_t*>(out.data), device,
+                            stream);
   });
 }
 

@@ -72,4 +72,22 @@ NDGC_HD Slot<T> better(bool max, Slot<T> a, Slot<T> b) {
   return (max ? a.value > b.value : a.value < b.value) ? a : b;
 }
 
+// What a reduction computes: a value (sum, mean, max, min), or with `arg` the
+// first best index (of the max, or of the min). A row's result is its
+// columns' Slot{x, column, true} joined in any grouping, then result().
+struct Reduction {
+  Reduce op = Reduce::sum;
+  bool arg = false;
+  bool max = false;  // arg max, else arg min
+
+  template <class T>
+  NDGC_HD Slot<T> join(Slot<T> a, Slot<T> b) const {
+    return arg ? better(max, a, b) : merge(op, a, b);
+  }
+  template <class Out, class T>
+  NDGC_HD Out result(Slot<T> total, std::int64_t cols) const {
+    return arg ? Out(total.has ? total.index : 0) : Out(finish(op, total, cols));
+  }
+};
+
 }  // namespace ndgc::ops::reduce_math

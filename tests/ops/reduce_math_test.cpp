@@ -3,7 +3,7 @@
 // cut into chunks, each reduced as a block reduces it and the partials then
 // reduced in chunk order, gives what one pass gives: the same max, min and
 // first-best index (NaN first, ties to the first, across chunk boundaries
-// too), the same wrapping integer sum, and a float sum within rounding.
+// too), the same wrapping integer sum, and a float sum or mean within rounding.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -17,37 +17,38 @@
 
 using namespace ndgc;
 using namespace ndgc::ops;
+using reduce_math::Reduction;
 using reduce_math::Slot;
 
 namespace {
 
 constexpr int kThreads = 256;  // as gpu/launch.cuh
 
-// Columns [begin, end) reduced as a block of kThreads does: thread t folds
+// Columns [begin, end) reduced as a block of kThreads does: thread t joins
 // columns t, t + kThreads, ...; then a tree over the threads.
-template <class T, class Leaf, class Merge>
-Slot<T> block_reduce(std::int64_t begin, std::int64_t end, Leaf leaf, Merge merge) {
+template <class T, class Leaf>
+Slot<T> block_reduce(const Reduction& how, std::int64_t begin, std::int64_t end, Leaf leaf) {
   std::vector<Slot<T>> mine(kThreads, Slot<T>{T(0), 0, false});
   for (int t = 0; t < kThreads; ++t)
-    for (std::int64_t c = begin + t; c < end; c += kThreads) mine[std::size_t(t)] = merge(mine[std::size_t(t)], leaf(c));
+    for (std::int64_t c = begin + t; c < end; c += kThreads)
+      mine[std::size_t(t)] = how.join(mine[std::size_t(t)], leaf(c));
   for (int width = kThreads / 2; width > 0; width /= 2)
-    for (int t = 0; t < width; ++t) mine[std::size_t(t)] = merge(mine[std::size_t(t)], mine[std::size_t(t + width)]);
+    for (int t = 0; t < width; ++t) mine[std::size_t(t)] = how.join(mine[std::size_t(t)], mine[std::size_t(t + width)]);
   return mine[0];
 }
 
-// One pass over the row, and two through `chunks`; both as the kernels order them.
-template <class T, class Merge>
-std::pair<Slot<T>, Slot<T>> one_and_two_pass(const std::vector<T>& x, bool arg, const index::ColumnChunks& chunks,
-                                             Merge merge) {
-  auto leaf = [&](std::int64_t c) { return Slot<T>{x[std::size_t(c)], arg ? c : 0, true}; };
+// A row's result in one pass and in two through `chunks`, as the kernels order them.
+template <class Out, class T>
+std::pair<Out, Out> one_and_two_pass(const Reduction& how, const std::vector<T>& x,
+                                     const index::ColumnChunks& chunks) {
+  auto leaf = [&](std::int64_t c) { return Slot<T>{x[std::size_t(c)], c, true}; };
   const std::int64_t n = std::int64_t(x.size());
-  const Slot<T> one = block_reduce<T>(0, n, leaf, merge);
+  const Slot<T> one = block_reduce<T>(how, 0, n, leaf);
   std::vector<Slot<T>> partial;
   for (std::int64_t k = 0; k < chunks.count; ++k)
-    partial.push_back(block_reduce<T>(chunks.begin(k), chunks.end(k, n), leaf, merge));
-  const Slot<T> two =
-      block_reduce<T>(0, chunks.count, [&](std::int64_t k) { return partial[std::size_t(k)]; }, merge);
-  return {one, two};
+    partial.push_back(block_reduce<T>(how, chunks.begin(k), chunks.end(k, n), leaf));
+  const Slot<T> two = block_reduce<T>(how, 0, chunks.count, [&](std::int64_t k) { return partial[std::size_t(k)]; });
+  return {how.result<Out>(one, n), how.result<Out>(two, n)};
 }
 
 }  // namespace
@@ -91,38 +92,34 @@ TEST_CASE("a split row reduces to what one pass gives: max, min, sum, wrapping i
   std::uniform_real_distribution<float> u(-1000, 1000);
   std::vector<float> x(100000);
   for (float& v : x) v = u(rng);
-  for (Reduce op : {Reduce::max, Reduce::min, Reduce::sum}) {
+  for (Reduce op : {Reduce::max, Reduce::min, Reduce::sum, Reduce::mean}) {
     CAPTURE(name_of(op));
-    auto merge = [op](Slot<float> a, Slot<float> b) { return reduce_math::merge(op, a, b); };
-    auto [one, two] = one_and_two_pass(x, false, chunks, merge);
-    if (op == Reduce::sum) {
+    auto [one, two] = one_and_two_pass<float>(Reduction{op}, x, chunks);
+    if (op == Reduce::sum || op == Reduce::mean) {
       double exact = 0;
       for (float v : x) exact += v;
-      CHECK(two.value == doctest::Approx(exact).epsilon(1e-4));
-      CHECK(one.value == doctest::Approx(exact).epsilon(1e-4));
+      if (op == Reduce::mean) exact /= double(x.size());
+      CHECK(two == doctest::Approx(exact).epsilon(1e-4));
+      CHECK(one == doctest::Approx(exact).epsilon(1e-4));
     } else {
-      CHECK(two.value == one.value);
+      CHECK(two == one);
     }
   }
   // A NaN anywhere, a chunk's first column included, wins max and min.
   for (std::int64_t at : {std::int64_t(0), chunks.begin(1), chunks.end(1, 100000) - 1, std::int64_t(99999)}) {
     std::vector<float> y = x;
     y[std::size_t(at)] = std::numeric_limits<float>::quiet_NaN();
-    for (Reduce op : {Reduce::max, Reduce::min}) {
-      auto merge = [op](Slot<float> a, Slot<float> b) { return reduce_math::merge(op, a, b); };
-      CHECK(std::isnan(one_and_two_pass(y, false, chunks, merge).second.value));
-    }
+    for (Reduce op : {Reduce::max, Reduce::min})
+      CHECK(std::isnan(one_and_two_pass<float>(Reduction{op}, y, chunks).second));
   }
   // Signed integer sums wrap, split or not.
   std::vector<std::int32_t> big(100000, std::numeric_limits<std::int32_t>::max() / 3);
   big[5] = -17;
-  auto sum = [](Slot<std::int32_t> a, Slot<std::int32_t> b) { return reduce_math::merge(Reduce::sum, a, b); };
   std::uint32_t wrapped = 0;
   for (std::int32_t v : big) wrapped += std::uint32_t(v);
-  auto [one, two] = one_and_two_pass(big, false, chunks, sum);
-  CHECK(two.value == std::int32_t(wrapped));
-  CHECK(one.value == two.value);
-  CHECK(reduce_math::finish(Reduce::mean, Slot<double>{10.0, 0, true}, 4) == 2.5);
+  auto [one, two] = one_and_two_pass<std::int32_t>(Reduction{Reduce::sum}, big, chunks);
+  CHECK(two == std::int32_t(wrapped));
+  CHECK(one == two);
 }
 
 TEST_CASE("a split row's arg max/min is the first best index, also when the ties or NaN straddle chunks") {
@@ -133,25 +130,25 @@ TEST_CASE("a split row's arg max/min is the first best index, also when the ties
   for (std::int64_t i = 0; i < n; ++i) x[std::size_t(i)] = double((i * 7919) % 1000);  // many ties
   for (bool max : {true, false}) {
     CAPTURE(max);
-    auto better = [max](Slot<double> a, Slot<double> b) { return reduce_math::better(max, a, b); };
+    const Reduction how{Reduce::max, true, max};
     // The first best, found the slow way.
     std::int64_t first = 0;
     for (std::int64_t i = 1; i < n; ++i)
       if (max ? x[std::size_t(i)] > x[std::size_t(first)] : x[std::size_t(i)] < x[std::size_t(first)]) first = i;
-    auto [one, two] = one_and_two_pass(x, true, chunks, better);
-    CHECK(one.index == first);
-    CHECK(two.index == first);
+    auto [one, two] = one_and_two_pass<std::int64_t>(how, x, chunks);
+    CHECK(one == first);
+    CHECK(two == first);
 
     // A best value placed last in chunk 1 and first in chunk 2: the earlier wins.
     std::vector<double> y = x;
     const double best = max ? 1e9 : -1e9;
     y[std::size_t(chunks.end(1, n) - 1)] = best;
     y[std::size_t(chunks.begin(2))] = best;
-    CHECK(one_and_two_pass(y, true, chunks, better).second.index == chunks.end(1, n) - 1);
+    CHECK(one_and_two_pass<std::int64_t>(how, y, chunks).second == chunks.end(1, n) - 1);
 
     // Two NaN in different chunks: the first NaN, whatever the values.
     y[std::size_t(chunks.begin(2) + 5)] = std::numeric_limits<double>::quiet_NaN();
     y[std::size_t(chunks.begin(1) + 3)] = std::numeric_limits<double>::quiet_NaN();
-    CHECK(one_and_two_pass(y, true, chunks, better).second.index == chunks.begin(1) + 3);
+    CHECK(one_and_two_pass<std::int64_t>(how, y, chunks).second == chunks.begin(1) + 3);
   }
 }
