@@ -82,7 +82,7 @@ Dump inspect_as(const ManagerRef& manager, bool detailed, const char* op) {
   ManagerImpl* m = manager.impl();
   if (!m) throw InvalidArgument(fmt::format("{}: the ManagerRef is empty (default-constructed or moved-from)", op));
   m->check_open(op);
-  return Dump{detailed, capture(*m, detailed)};
+  return Dump{detailed, capture(*m, detailed), {}};  // workspaces: the whole tree's dump only
 }
 
 void write(const Dump& d, std::ostream& out, Format format) {
