@@ -2,6 +2,7 @@
 #include "core/storage.hpp"
 
 #include "core/host_mirror.hpp"
+#include "core/workspace_arrays.hpp"
 
 #include <memory>
 
@@ -11,10 +12,34 @@
 
 namespace ndgc::detail {
 
+// Note [Storage in its lease]
+// A workspace array's Storage object is built in its lease record's payload
+// (memory::Lease::payload), not taken from the Storage free list: one record
+// per storage instead of two, and no free-list push and pop. The record
+// outlives the object: the Storage holds the lease's storage unit until its
+// release(), which destroys the object and only then drops the unit (after
+// which the workspace may pool the record and build the next Storage there).
+inline Storage* Storage::allocate_in(memory::Workspace& ws, std::size_t bytes) {
+  static const bool installed = (memory::set_lease_recycler(recycle_lease), true);
+  (void)installed;
+  static_assert(sizeof(Storage) <= memory::Lease::kPayloadBytes && alignof(Storage) <= 16);
+  memory::Lease* lease = ws.allocate(bytes);
+  Storage* s = ::new (static_cast<void*>(lease->payload)) Storage(ws.device(), bytes, lease->data);  // noexcept
+  s->lease_ = lease;
+  return s;
+}
+
+
 Storage* Storage::allocate(Device device, std::size_t bytes) {
-  // See Note [Workspace storage] in workspace_arrays.cpp.
+  // See Note [Workspace storage] in workspace_arrays.cpp. The check comes
+  // first and the ordinary path is a call, so a lease pays for no register
+  // the ordinary path needs.
   if (memory::Workspace* ws = memory::current_workspace()) [[unlikely]]
     if (bytes != 0 && ws->device() == device) return allocate_in(*ws, bytes);
+  return allocate_ordinary(device, bytes);
+}
+
+Storage* Storage::allocate_ordinary(Device device, std::size_t bytes) {
   memory::DeviceAllocator& alloc = memory::allocator(device);
   void* data = alloc.allocate(bytes);
   try {
@@ -33,11 +58,13 @@ std::uint64_t Storage::release() noexcept {
   std::uint64_t freed = bytes_;
   if (HostMirror* m = mirror_.load(std::memory_order_relaxed)) [[unlikely]]
     delete m;
-  if (lease_) [[unlikely]]
-    memory::Workspace::release(lease_);
-  else
+  if (memory::Lease* lease = lease_) {
+    this->~Storage();  // it lives in the lease: Note [Storage in its lease]
+    memory::Workspace::release(lease);
+  } else {
     memory::allocator(device_).deallocate(data_, bytes_);
-  delete this;
+    delete this;
+  }
   return freed;
 }
 

@@ -47,8 +47,9 @@ class Storage {
   HostMirror& host_mirror();
 
  private:
-  Storage(Device device, std::size_t bytes, void* data) : device_(device), bytes_(bytes), data_(data) {}
-  static Storage* allocate_in(memory::Workspace& ws, std::size_t bytes);  // workspace_arrays.cpp
+  Storage(Device device, std::size_t bytes, void* data) noexcept : device_(device), bytes_(bytes), data_(data) {}
+  [[gnu::always_inline]] static Storage* allocate_in(memory::Workspace& ws, std::size_t bytes);
+  [[gnu::noinline]] static Storage* allocate_ordinary(Device device, std::size_t bytes);
   std::atomic<std::uint32_t> refs_{1};
   Device device_;
   std::size_t bytes_;

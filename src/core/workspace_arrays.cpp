@@ -24,7 +24,8 @@
 // reads a reused byte, whatever the threads do.
 // Arrays in a workspace still belong to managers: closing a manager closes
 // them early, auto-close closes orphans early; their bytes come back at the
-// cycle's end, as any bump allocator's do.
+// cycle's end, as any bump allocator's do. The Storage object itself lives
+// in its lease record: Note [Storage in its lease] in storage.cpp.
 #include "core/workspace_arrays.hpp"
 
 #include <atomic>
@@ -81,6 +82,8 @@ void give_tenant(Tenant* t) noexcept {
 
 thread_local const memory::Lease* t_recycling = nullptr;
 
+}  // namespace
+
 void recycle_lease(memory::Lease& lease) noexcept {
   // With the storage's lease unit gone (refs == 1) no StorageRef to this
   // lease exists, so no publish() can note another array: the list is final
@@ -100,22 +103,6 @@ void recycle_lease(memory::Lease& lease) noexcept {
   t_recycling = nullptr;
 }
 
-}  // namespace
-
-Storage* Storage::allocate_in(memory::Workspace& ws, std::size_t bytes) {
-  static const bool installed = (memory::set_lease_recycler(recycle_lease), true);
-  (void)installed;
-  memory::Lease* lease = ws.allocate(bytes);
-  Storage* s;
-  try {
-    s = new Storage(ws.device(), bytes, lease->data);
-  } catch (...) {
-    memory::Workspace::release(lease);
-    throw;
-  }
-  s->lease_ = lease;
-  return s;
-}
 
 void note_workspace_array(memory::Lease& lease, std::uint32_t slot, std::uint32_t generation) noexcept {
   Tenant* t = take_tenant();

@@ -11,6 +11,9 @@ struct Lease;
 
 namespace ndgc::detail {
 
+// The lease recycler (memory::set_lease_recycler), which Storage::allocate_in
+// installs: closes every array noted in `lease` before its bytes are reused.
+void recycle_lease(memory::Lease& lease) noexcept;
 // publish(): the array (slot, generation) lives in `lease`'s bytes. Closes it
 // at once if the workspace already recycled the lease.
 void note_workspace_array(memory::Lease& lease, std::uint32_t slot, std::uint32_t generation) noexcept;

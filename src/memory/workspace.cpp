@@ -43,10 +43,6 @@ void bump(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) noexcept {
   counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-std::size_t align_up(std::uint64_t bytes) {
-  return std::size_t((bytes + Workspace::kAlignment - 1) / Workspace::kAlignment * Workspace::kAlignment);
-}
-
 }  // namespace
 
 void set_lease_recycler(LeaseRecycler recycler) { g_recycler.store(recycler, std::memory_order_release); }
@@ -112,12 +108,6 @@ workspace::Stats Workspace::stats() const noexcept {
   return s;
 }
 
-inline void Workspace::add_used(std::int64_t delta) noexcept {
-  std::uint64_t now = used_.load(std::memory_order_relaxed) + std::uint64_t(delta);
-  used_.store(now, std::memory_order_relaxed);
-  if (now > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(now, std::memory_order_relaxed);
-}
-
 // ---- cycles ---------------------------------------------------------------------
 
 bool Workspace::learning() const noexcept {
@@ -128,7 +118,7 @@ bool Workspace::learning() const noexcept {
 std::size_t Workspace::sized(std::uint64_t bytes) const noexcept {
   double want = double(bytes);
   if (config_.allocation == workspace::Allocation::overallocate) want *= 1.0 + std::max(0.0, config_.overallocation);
-  std::size_t size = align_up(std::uint64_t(want));
+  std::size_t size = align_up(std::size_t(want));
   if (config_.max_size > 0) size = std::min<std::size_t>(size, config_.max_size / kAlignment * kAlignment);
   return size;
 }
@@ -143,10 +133,12 @@ void Workspace::begin_cycle() {
   bump(cycle_);
   cycle_bytes_ = cycle_spilled_ = 0;
   open_.store(true, std::memory_order_relaxed);
+  set_bump_room();
 }
 
 void Workspace::end_cycle() {
   open_.store(false, std::memory_order_relaxed);
+  bump_room_ = 0;
   bump(cycles_);
   const std::uint64_t ended = cycles_.load(std::memory_order_relaxed);
   recycling_ = Recycling::cycle_end;
@@ -184,23 +176,50 @@ void Workspace::replace_block(std::size_t capacity) {
 
 // ---- leases -----------------------------------------------------------------------
 
-inline Lease* Workspace::new_lease() {
-  Lease* l = free_;
-  if (l) {
-    free_ = l->next_free;
+void LeaseRing::make_room() {
+  const std::size_t live = tail_ - head_;
+  if (head_ > 0 && live < capacity_ / 2) {  // reuse the popped front before growing
+    std::copy(begin(), end(), leases_.get());
   } else {
-    l = new Lease();
+    const std::size_t capacity = std::max<std::size_t>(64, capacity_ * 2);
+    auto grown = std::make_unique<Lease*[]>(capacity);
+    std::copy(begin(), end(), grown.get());
+    leases_ = std::move(grown);
+    capacity_ = capacity;
   }
+  head_ = 0;
+  tail_ = live;
+}
+
+// Note [Bump path]
+// Workspace::allocate (inline, workspace.hpp) serves a lease with a bump
+// and a pooled record when nothing else can happen: the lease fits in
+// `bump_room_`, a record is pooled and the ring has room. `bump_room_` is
+// the arena's free tail while the workspace is open, not learning, not
+// retiring its block and resets block_left (nothing of an earlier cycle lies
+// ahead of the offset); otherwise 0, and every lease takes allocate_slow:
+// end_of_buffer (which must recycle what lies ahead), learning, spills,
+// Spill::fail, the first leases of a fresh pool. Both paths do the same
+// bookkeeping; the tests run both (workspace_test.cpp).
+void Workspace::set_bump_room() noexcept {
+  const bool bump = open_.load(std::memory_order_relaxed) && block_ && !retire_ && !learning() &&
+                    config_.reset == workspace::Reset::block_left;
+  bump_room_ = bump ? block_->capacity() - offset_ : 0;
+}
+
+Lease* Workspace::new_lease() {
+  Lease* l = free_;
+  if (l)
+    free_ = l->next_free;
+  else
+    l = new Lease(this, id_, config_.device, this_thread_token());
   l->refs.store(2, std::memory_order_relaxed);
   l->tenants.store(0, std::memory_order_relaxed);
-  l->workspace = this;
-  l->workspace_id = id_;
-  l->device = config_.device;
   l->cycle = cycle_.load(std::memory_order_relaxed);
   return l;
 }
 
-Lease* Workspace::allocate(std::size_t requested) {
+Lease* Workspace::allocate_slow(std::size_t requested) {
   std::size_t bytes = align_up(requested);
   bump(allocations_);
   cycle_bytes_ += bytes;
@@ -265,6 +284,7 @@ Lease* Workspace::place_in_arena(std::size_t bytes) {
   }
   offset_ = begin + bytes;
   add_used(std::int64_t(bytes));
+  set_bump_room();
   return l;
 }
 
@@ -304,9 +324,14 @@ Lease* Workspace::spill(std::size_t bytes, std::size_t requested) {
 // that drops the last one pools or frees the record. A side that sees
 // refs == 1 knows the other unit is gone for good and ends the lease without
 // a locked instruction; otherwise it takes the fetch_sub, which decides the
-// race with the other side. (A storage released on the workspace's own
-// thread could hand the lease over with a plain store too, but telling that
-// thread apart costs a TLS lookup per lease, which measured no faster.)
+// race with the other side. A storage released on the workspace's own
+// thread has no race to decide: recycling runs only on that thread, so it
+// cannot run meanwhile, and a plain store of 1 hands the lease over (the
+// record's `thread` is compared with this_thread_token(), a TLS address; a
+// dead thread's token may be reused, but by then its workspaces recycled
+// every lease, so refs is 1 and the store is never taken). Most leases end
+// this way, so most leases take no locked instruction at all (perf/RESULTS.md,
+// "Fifth pass").
 //
 // Note [Block units]
 // An arena lease needs its block to outlive it, but while the workspace has
@@ -317,7 +342,11 @@ Lease* Workspace::spill(std::size_t bytes, std::size_t requested) {
 // drops its own lease unit; if the storage let go in between (that fetch_sub
 // returns 1), the workspace gives the block unit back. release() drops the
 // block unit only when it ends the lease after the workspace.
-void Workspace::release(Lease* lease) noexcept {
+//
+// release() (inline) drops the storage's unit of an arena lease that the
+// workspace still holds; release_rest() does the rest: spills (whose bytes
+// the storage's unit owns) and leases the workspace let go of already.
+void Workspace::release_rest(Lease* lease) noexcept {
   if (!lease->block) allocator(lease->device).deallocate(lease->data, lease->bytes);
   // See Note [Lease units].
   if (lease->refs.load(std::memory_order_acquire) == 1 || lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -326,15 +355,20 @@ void Workspace::release(Lease* lease) noexcept {
   }
 }
 
-void Workspace::recycle(Lease* lease) noexcept {
+void Workspace::sub_used(std::uint64_t bytes) noexcept {
+  used_.store(used_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+}
+
+inline void Workspace::recycle(Lease* lease) noexcept {
   if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(*lease);
   ArenaBlock* block = lease->block;
-  if (block) add_used(-std::int64_t(lease->bytes));
+  if (block) sub_used(lease->bytes);
   bool last = lease->refs.load(std::memory_order_acquire) == 1;
   if (!last) {
     // Still held after its arrays closed: see Notes [Retired blocks], [Lease units] and [Block units].
     if (block) {
       retire_ = true;
+      bump_room_ = 0;
       block->ref();
     }
     last = lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1;

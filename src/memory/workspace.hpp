@@ -10,7 +10,7 @@
 //
 // Numbers: 64-byte alignment (as the host allocator); a lease from an
 // initialized arena is a bump of an offset plus a pooled record, no call to
-// any allocator.
+// any allocator, inline (Note [Bump path] in workspace.cpp).
 // Thread-safety: everything but release() and the relaxed statistics runs on
 // the workspace's thread.
 #pragma once
@@ -18,59 +18,90 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "memory/arena_block.hpp"
 #include "ndgc/device.hpp"
 #include "ndgc/workspace.hpp"
 
 namespace ndgc::memory {
 
-class ArenaBlock;
 class Workspace;
 
-// The bytes of one array storage taken from a workspace.
+// The innermost open workspace of this thread, or null (none, or a ScopeOut
+// open). Inline, a TLS load: Storage::allocate asks on every storage.
+extern constinit thread_local Workspace* t_current_workspace;
+inline Workspace* current_workspace() noexcept { return t_current_workspace; }
+// A value that tells the running thread from every other live one (the
+// address of its t_current_workspace): a TLS address, no load.
+inline const void* this_thread_token() noexcept { return &t_current_workspace; }
+
+// The bytes of one array storage taken from a workspace. A record belongs to
+// one workspace for its life (pooled by it, or freed), so its workspace,
+// workspace_id and device are set once, when it is made.
 struct Lease {
+  // Opaque to memory: room for the core's Storage object of this lease,
+  // which lives inside the record's life (it holds the storage's unit).
+  // One record per storage instead of two objects: Note [Storage in its
+  // lease] in src/core/workspace_arrays.cpp.
+  static constexpr std::size_t kPayloadBytes = 64;
+  alignas(16) std::byte payload[kPayloadBytes];
+
   char* data = nullptr;
   std::size_t bytes = 0;            // aligned size
   std::size_t begin = 0;            // offset in the block (arena leases)
   ArenaBlock* block = nullptr;      // null: spilled to ordinary memory
-  Device device;
   std::uint64_t cycle = 0;          // the cycle it was handed out in (1-based)
-  Workspace* workspace = nullptr;   // valid while the workspace holds its unit
-  std::uint64_t workspace_id = 0;   // Workspace::id(): readable while either unit is held
   // One unit for the workspace (until it recycles the lease), one for the
   // storage (until it releases it). See Note [Lease units].
   std::atomic<std::uint32_t> refs{2};
-  // Opaque to memory: the core's list of arrays in this lease.
+  // Opaque to memory, 0 when empty: the core's list of arrays in this lease.
   std::atomic<std::uintptr_t> tenants{0};
   Lease* next_free = nullptr;
+  Workspace* const workspace;       // valid while the workspace holds its unit
+  const std::uint64_t workspace_id; // Workspace::id(): readable while either unit is held
+  const Device device;
+  const void* const thread;         // the workspace's thread: this_thread_token() there
+
+  Lease(Workspace* ws, std::uint64_t id, Device dev, const void* owner_thread)
+      : workspace(ws), workspace_id(id), device(dev), thread(owner_thread) {}
 };
 
 // The arena's leases in the order they were handed out: pushed at the back,
-// recycled from the front. A vector and a head index rather than a deque,
+// recycled from the front. One buffer and two indices rather than a deque,
 // whose chunks would be allocated and freed as the ring turns (a steady
-// state must call no allocator, issue 13); its capacity stays.
+// state must call no allocator, issue 13); its capacity stays. Popping the
+// last lease rewinds both indices, so a block_left arena (all pushed, then
+// all popped) always pushes from the start.
 class LeaseRing {
  public:
-  bool empty() const noexcept { return head_ == leases_.size(); }
+  LeaseRing() = default;
+  LeaseRing(const LeaseRing&) = delete;
+  LeaseRing& operator=(const LeaseRing&) = delete;
+
+  bool empty() const noexcept { return head_ == tail_; }
+  // push_unchecked may be called (it cannot allocate nor throw).
+  bool has_room() const noexcept { return tail_ < capacity_; }
   Lease* front() const noexcept { return leases_[head_]; }
   void pop_front() noexcept {
-    if (++head_ == leases_.size()) leases_.clear(), head_ = 0;
+    if (++head_ == tail_) head_ = tail_ = 0;
   }
+  void push_unchecked(Lease* l) noexcept { leases_[tail_++] = l; }
+  // std::bad_alloc when it must grow and cannot.
   void push_back(Lease* l) {
-    if (head_ > 0 && leases_.size() == leases_.capacity()) {  // reuse the popped front before growing
-      leases_.erase(leases_.begin(), leases_.begin() + std::ptrdiff_t(head_));
-      head_ = 0;
-    }
-    leases_.push_back(l);
+    if (!has_room()) make_room();
+    push_unchecked(l);
   }
-  auto begin() const noexcept { return leases_.begin() + std::ptrdiff_t(head_); }
-  auto end() const noexcept { return leases_.end(); }
+  Lease* const* begin() const noexcept { return leases_.get() + head_; }
+  Lease* const* end() const noexcept { return leases_.get() + tail_; }
 
  private:
-  std::vector<Lease*> leases_;
-  std::size_t head_ = 0;
+  void make_room();  // workspace.cpp
+
+  std::unique_ptr<Lease*[]> leases_;
+  std::size_t head_ = 0, tail_ = 0, capacity_ = 0;
 };
 
 // Called before a lease's bytes are reused or freed; closes what lives there.
@@ -87,9 +118,10 @@ class Workspace {
   Workspace& operator=(const Workspace&) = delete;
 
   // A lease of at least `bytes` (> 0). Throws OutOfMemory (Spill::fail, or
-  // ordinary memory over a limit) naming the workspace.
+  // ordinary memory over a limit) naming the workspace. Inline: the bump.
   Lease* allocate(std::size_t bytes);
-  // From the storage, on any thread: its bytes go back (spills: to the allocator).
+  // From the storage, on any thread: its bytes go back (spills: to the
+  // allocator). Inline: the storage's unit, while the workspace holds its own.
   static void release(Lease* lease) noexcept;
 
   void begin_cycle();  // activate
@@ -114,13 +146,17 @@ class Workspace {
   const std::string& mmap_file() const noexcept;
 
  private:
-  // Inline: on every lease (perf/bench_workspace).
-  [[gnu::always_inline]] inline Lease* new_lease();
+  static std::size_t align_up(std::size_t bytes) noexcept { return (bytes + kAlignment - 1) & ~(kAlignment - 1); }
+  Lease* allocate_slow(std::size_t requested);
+  static void release_rest(Lease* lease) noexcept;
+  Lease* new_lease();
+  void set_bump_room() noexcept;
   Lease* place_in_arena(std::size_t bytes);
   Lease* spill(std::size_t bytes, std::size_t requested);
   bool learning() const noexcept;
   std::size_t sized(std::uint64_t bytes) const noexcept;
   void recycle(Lease* lease) noexcept;
+  void sub_used(std::uint64_t bytes) noexcept;
   void recycle_arena() noexcept;
   void recycle_spills() noexcept;
   void replace_block(std::size_t capacity);
@@ -135,6 +171,7 @@ class Workspace {
   std::uint64_t thread_;
   ArenaBlock* block_ = nullptr;
   std::size_t offset_ = 0;          // bump pointer
+  std::size_t bump_room_ = 0;       // bytes the inline path may take: Note [Bump path]
   LeaseRing ring_;                  // arena leases not yet recycled, oldest first
   std::vector<Lease*> spills_;      // spilled leases of the current cycle
   Lease* free_ = nullptr;           // recycled lease records
@@ -147,6 +184,55 @@ class Workspace {
       allocations_{0}, reallocations_{0};
 };
 
+inline Lease* Workspace::allocate(std::size_t requested) {
+  const std::size_t bytes = align_up(requested);
+  Lease* l = free_;
+  // See Note [Bump path] in workspace.cpp.
+  if (bytes <= bump_room_ && bytes != 0 && l && ring_.has_room()) [[likely]] {
+    free_ = l->next_free;
+    bump_room_ -= bytes;
+    l->refs.store(2, std::memory_order_relaxed);
+    l->tenants.store(0, std::memory_order_relaxed);
+    l->cycle = cycle_.load(std::memory_order_relaxed);
+    l->begin = offset_;
+    l->bytes = bytes;
+    l->block = block_;
+    l->data = block_->data() + offset_;
+    offset_ += bytes;
+    ring_.push_unchecked(l);
+    allocations_.store(allocations_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    cycle_bytes_ += bytes;
+    add_used(std::int64_t(bytes));
+    return l;
+  }
+  return allocate_slow(requested);
+}
+
+inline void Workspace::release(Lease* lease) noexcept {
+  // The common case: an arena lease released while the workspace still holds
+  // its unit, which then ends the lease. On the workspace's own thread no
+  // recycle can run meanwhile, so a plain store hands it over; elsewhere the
+  // fetch_sub decides the race. See Note [Lease units].
+  if (lease->block) [[likely]] {
+    if (lease->thread == this_thread_token()) {
+      if (lease->refs.load(std::memory_order_relaxed) == 2) {
+        lease->refs.store(1, std::memory_order_relaxed);
+        return;
+      }
+    } else if (lease->refs.load(std::memory_order_acquire) != 1 &&
+               lease->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      return;
+    }
+  }
+  release_rest(lease);
+}
+
+inline void Workspace::add_used(std::int64_t delta) noexcept {
+  std::uint64_t now = used_.load(std::memory_order_relaxed) + std::uint64_t(delta);
+  used_.store(now, std::memory_order_relaxed);
+  if (now > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(now, std::memory_order_relaxed);
+}
+
 // ---- the thread's workspaces (workspaces.cpp) ----------------------------------
 
 // Arena bytes of every thread's workspaces on `device`, for memory::stats.
@@ -155,8 +241,7 @@ struct WorkspaceTotals {
 };
 WorkspaceTotals workspace_totals(Device device);
 
-// The innermost open workspace of this thread, or null (none, or a ScopeOut open).
-Workspace* current_workspace() noexcept;
+
 // This thread's open workspace `name`, or null.
 Workspace* find_open_workspace(const std::string& name) noexcept;
 // Makes `ws` the thread's innermost workspace until destroyed (leverage_to).

@@ -19,9 +19,11 @@
 #include "ndgc/workspace.hpp"
 
 namespace ndgc::memory {
+
+constinit thread_local Workspace* t_current_workspace = nullptr;
+
 namespace {
 
-constinit thread_local Workspace* t_current = nullptr;
 std::atomic<std::uint64_t> g_next_thread{1};
 
 struct AllWorkspaces {
@@ -35,7 +37,7 @@ AllWorkspaces& all_workspaces() {
 
 struct Open {
   Workspace* ws;
-  Workspace* outer_current;  // t_current before it opened (a ScopeOut may have cleared it)
+  Workspace* outer_current;  // t_current_workspace before it opened (a ScopeOut may have cleared it)
 };
 
 struct ThreadWorkspaces {
@@ -60,7 +62,7 @@ struct ThreadWorkspaces {
     doomed.reset();  // its arrays close here
   }
   ~ThreadWorkspaces() {
-    t_current = nullptr;
+    t_current_workspace = nullptr;
     while (!owned.empty()) erase(owned.back().get());
   }
 };
@@ -75,15 +77,13 @@ void leave(ThreadWorkspaces& t, Workspace* ws) noexcept {
   while (!t.stack.empty()) {
     Open top = t.stack.back();
     t.stack.pop_back();
-    t_current = top.outer_current;
+    t_current_workspace = top.outer_current;
     top.ws->end_cycle();
     if (top.ws == ws) return;
   }
 }
 
 }  // namespace
-
-Workspace* current_workspace() noexcept { return t_current; }
 
 WorkspaceTotals workspace_totals(Device device) {
   AllWorkspaces& all = all_workspaces();
@@ -126,8 +126,8 @@ Scope activate(const Config& config, const std::string& name) {
         "time (use another name for a nested one)",
         name, ws->describe()));
   ws->begin_cycle();
-  t.stack.push_back({ws, memory::t_current});
-  memory::t_current = ws;
+  t.stack.push_back({ws, memory::t_current_workspace});
+  memory::t_current_workspace = ws;
   return Scope(ws);
 }
 
@@ -165,8 +165,8 @@ const std::string& Scope::name() const {
 
 Stats Scope::stats() const { return ws_ ? ws_->stats() : Stats{}; }
 
-ScopeOut::ScopeOut() noexcept : saved_(memory::t_current) { memory::t_current = nullptr; }
-ScopeOut::~ScopeOut() { memory::t_current = saved_; }
+ScopeOut::ScopeOut() noexcept : saved_(memory::t_current_workspace) { memory::t_current_workspace = nullptr; }
+ScopeOut::~ScopeOut() { memory::t_current_workspace = saved_; }
 
 void destroy(const std::string& name) {
   ThreadWorkspaces& t = memory::thread_workspaces();
@@ -219,7 +219,7 @@ Workspace* find_open_workspace(const std::string& name) noexcept {
   return nullptr;
 }
 
-CurrentWorkspace::CurrentWorkspace(Workspace* ws) noexcept : saved_(t_current) { t_current = ws; }
-CurrentWorkspace::~CurrentWorkspace() { t_current = saved_; }
+CurrentWorkspace::CurrentWorkspace(Workspace* ws) noexcept : saved_(t_current_workspace) { t_current_workspace = ws; }
+CurrentWorkspace::~CurrentWorkspace() { t_current_workspace = saved_; }
 
 }  // namespace ndgc::memory
