@@ -263,10 +263,11 @@ Lease* Workspace::place_in_arena(std::size_t bytes) {
       ++n;
     }
     recycling_ = Recycling::wrap;
+    const LeaseRecycler r = recycler();
     for (; n > 0; --n) {
       Lease* f = ring_.front();
       ring_.pop_front();
-      recycle(f);
+      recycle(f, r);
     }
     if (retire_) return nullptr;
   }
@@ -355,12 +356,10 @@ void Workspace::release_rest(Lease* lease) noexcept {
   }
 }
 
-void Workspace::sub_used(std::uint64_t bytes) noexcept {
-  used_.store(used_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
-}
+LeaseRecycler Workspace::recycler() noexcept { return g_recycler.load(std::memory_order_acquire); }
 
-inline void Workspace::recycle(Lease* lease) noexcept {
-  if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(*lease);
+inline void Workspace::recycle(Lease* lease, LeaseRecycler r) noexcept {
+  if (r) r(*lease);
   ArenaBlock* block = lease->block;
   if (block) sub_used(lease->bytes);
   bool last = lease->refs.load(std::memory_order_acquire) == 1;
@@ -381,16 +380,18 @@ inline void Workspace::recycle(Lease* lease) noexcept {
 }
 
 void Workspace::recycle_arena() noexcept {
+  const LeaseRecycler r = recycler();
   while (!ring_.empty()) {
     Lease* l = ring_.front();
     ring_.pop_front();
-    recycle(l);
+    recycle(l, r);
   }
   offset_ = 0;
 }
 
 void Workspace::recycle_spills() noexcept {
-  for (Lease* l : spills_) recycle(l);
+  const LeaseRecycler r = recycler();
+  for (Lease* l : spills_) recycle(l, r);
   spills_.clear();
 }
 

@@ -155,8 +155,9 @@ class Workspace {
   Lease* spill(std::size_t bytes, std::size_t requested);
   bool learning() const noexcept;
   std::size_t sized(std::uint64_t bytes) const noexcept;
-  void recycle(Lease* lease) noexcept;
-  void sub_used(std::uint64_t bytes) noexcept;
+  static LeaseRecycler recycler() noexcept;
+  void recycle(Lease* lease, LeaseRecycler r) noexcept;
+  [[gnu::always_inline]] inline void sub_used(std::uint64_t bytes) noexcept;
   void recycle_arena() noexcept;
   void recycle_spills() noexcept;
   void replace_block(std::size_t capacity);
@@ -231,6 +232,10 @@ inline void Workspace::add_used(std::int64_t delta) noexcept {
   std::uint64_t now = used_.load(std::memory_order_relaxed) + std::uint64_t(delta);
   used_.store(now, std::memory_order_relaxed);
   if (now > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(now, std::memory_order_relaxed);
+}
+
+inline void Workspace::sub_used(std::uint64_t bytes) noexcept {
+  used_.store(used_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
 }
 
 // ---- the thread's workspaces (workspaces.cpp) ----------------------------------
