@@ -4,6 +4,8 @@
 #include "core/host_mirror.hpp"
 #include "core/workspace_arrays.hpp"
 
+#include <sanitizer/asan_interface.h>  // ASAN_(UN)POISON_MEMORY_REGION: no-ops without ASan
+
 #include <memory>
 
 #include "memory/allocator.hpp"
@@ -19,11 +21,15 @@ namespace ndgc::detail {
 // outlives the object: the Storage holds the lease's storage unit until its
 // release(), which destroys the object and only then drops the unit (after
 // which the workspace may pool the record and build the next Storage there).
+// Under ASan the payload is poisoned from the object's end to the next
+// construction, so a use of a released Storage is still reported, as for
+// one from the free list (which sanitizer builds bypass).
 inline Storage* Storage::allocate_in(memory::Workspace& ws, std::size_t bytes) {
   static const bool installed = (memory::set_lease_recycler(recycle_lease), true);
   (void)installed;
   static_assert(sizeof(Storage) <= memory::Lease::kPayloadBytes && alignof(Storage) <= 16);
   memory::Lease* lease = ws.allocate(bytes);
+  ASAN_UNPOISON_MEMORY_REGION(lease->payload, sizeof lease->payload);
   Storage* s = ::new (static_cast<void*>(lease->payload)) Storage(ws.device(), bytes, lease->data);  // noexcept
   s->lease_ = lease;
   return s;
@@ -60,6 +66,7 @@ std::uint64_t Storage::release() noexcept {
     delete m;
   if (memory::Lease* lease = lease_) {
     this->~Storage();  // it lives in the lease: Note [Storage in its lease]
+    ASAN_POISON_MEMORY_REGION(lease->payload, sizeof lease->payload);
     memory::Workspace::release(lease);
   } else {
     memory::allocator(device_).deallocate(data_, bytes_);

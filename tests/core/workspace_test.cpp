@@ -7,7 +7,13 @@
 #include <mutex>
 #include <thread>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
+#include "core/storage.hpp"
 #include "memory/allocator.hpp"
+#include "memory/workspace.hpp"
 #include "test_util.hpp"
 
 using namespace ndgc;
@@ -265,4 +271,32 @@ TEST_CASE("a thread that ends with its workspaces still there: they are destroye
   CHECK(what.find("workspace 'EXITING'") != std::string::npos);
   CHECK(what.find("destroyed") != std::string::npos);
   CHECK(test::host_bytes() == base);
+}
+
+TEST_CASE("a workspace Storage lives in its lease record, which outlives it and is reused") {
+  // Note [Storage in its lease] (src/core/storage.cpp).
+  Cleanup cleanup;
+  void* first = nullptr;
+  for (int cycle = 1; cycle <= 2; ++cycle) {
+    ws::Scope s = ws::activate(small_arena(), "RECORDS");
+    detail::Storage* st = detail::Storage::allocate(Device::cpu(), 256);
+    memory::Lease* lease = st->lease();
+    REQUIRE(lease != nullptr);
+    CHECK(static_cast<void*>(st) == static_cast<void*>(lease->payload));
+    CHECK(st->data() == lease->data);
+    CHECK(st->bytes() == 256);
+    CHECK(lease->cycle == std::uint64_t(cycle));
+    if (cycle == 1) first = st;
+    else CHECK(static_cast<void*>(st) == first);  // the pooled record, and the Storage in it, came back
+    CHECK(st->release() == 256);
+    // The record is still the workspace's (its unit), the Storage in it is gone.
+    CHECK(lease->refs.load() == 1);
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(__asan_address_is_poisoned(lease->payload) == 1);  // a use after release is reported
+#endif
+  }
+  // Outside every workspace a Storage is an object of its own.
+  detail::Storage* plain = detail::Storage::allocate(Device::cpu(), 256);
+  CHECK(plain->lease() == nullptr);
+  CHECK(plain->release() == 256);
 }
