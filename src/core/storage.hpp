@@ -28,7 +28,9 @@ class Storage {
   // Throws OutOfMemory (after draining the reclaim queue once).
   static Storage* allocate(Device device, std::size_t bytes);
   // The Storage object itself (not its buffer) comes from a per-thread free
-  // list (Note [Object free lists] in support/free_list.hpp).
+  // list (Note [Object free lists] in support/free_list.hpp); a workspace
+  // array's is built in its lease record instead (Note [Storage in its
+  // lease] in storage.cpp).
   static void* operator new(std::size_t size);
   static void operator delete(void* p) noexcept;
 

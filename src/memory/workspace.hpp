@@ -45,7 +45,7 @@ struct Lease {
   // Opaque to memory: room for the core's Storage object of this lease,
   // which lives inside the record's life (it holds the storage's unit).
   // One record per storage instead of two objects: Note [Storage in its
-  // lease] in src/core/workspace_arrays.cpp.
+  // lease] in src/core/storage.cpp.
   static constexpr std::size_t kPayloadBytes = 64;
   alignas(16) std::byte payload[kPayloadBytes];
 
@@ -245,7 +245,6 @@ struct WorkspaceTotals {
   std::uint64_t capacity = 0, used = 0, spilled = 0;
 };
 WorkspaceTotals workspace_totals(Device device);
-
 
 // This thread's open workspace `name`, or null.
 Workspace* find_open_workspace(const std::string& name) noexcept;
