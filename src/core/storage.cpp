@@ -35,7 +35,6 @@ inline Storage* Storage::allocate_in(memory::Workspace& ws, std::size_t bytes) {
   return s;
 }
 
-
 Storage* Storage::allocate(Device device, std::size_t bytes) {
   // See Note [Workspace storage] in workspace_arrays.cpp. The check comes
   // first and the ordinary path is a call, so a lease pays for no register

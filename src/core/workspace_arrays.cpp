@@ -103,7 +103,6 @@ void recycle_lease(memory::Lease& lease) noexcept {
   t_recycling = nullptr;
 }
 
-
 void note_workspace_array(memory::Lease& lease, std::uint32_t slot, std::uint32_t generation) noexcept {
   Tenant* t = take_tenant();
   std::uintptr_t head = lease.tenants.load(std::memory_order_acquire);

@@ -37,12 +37,6 @@ std::uint64_t next_workspace_id() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The statistics counters have one writer, the workspace's thread (other
-// threads only read them, relaxed): a load and a store, not a locked add.
-void bump(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) noexcept {
-  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-
 }  // namespace
 
 void set_lease_recycler(LeaseRecycler recycler) { g_recycler.store(recycler, std::memory_order_release); }
@@ -213,20 +207,21 @@ Lease* Workspace::new_lease() {
     free_ = l->next_free;
   else
     l = new Lease(this, id_, config_.device, this_thread_token());
-  l->refs.store(2, std::memory_order_relaxed);
-  l->tenants.store(0, std::memory_order_relaxed);
-  l->cycle = cycle_.load(std::memory_order_relaxed);
+  reset(l);
   return l;
 }
 
 Lease* Workspace::allocate_slow(std::size_t requested) {
-  std::size_t bytes = align_up(requested);
-  bump(allocations_);
-  cycle_bytes_ += bytes;
-  bool learn = learning();
-  if (!learn) {
-    if (Lease* l = place_in_arena(bytes)) return l;
-    if (config_.spill == workspace::Spill::fail) {
+  const std::size_t bytes = align_up(requested);
+  if (bytes < requested)  // align_up wrapped: no memory has that many bytes
+    throw OutOfMemory(fmt::format("OutOfMemory: {} cannot lease {} bytes in cycle {}: the request is larger "
+                                  "than any address space",
+                                  describe(), requested, cycle()),
+                      requested, capacity_.load(std::memory_order_relaxed), used_.load(std::memory_order_relaxed));
+  const bool learn = learning();
+  Lease* l = learn ? nullptr : place_in_arena(bytes);
+  if (!l) {
+    if (!learn && config_.spill == workspace::Spill::fail) {
       std::uint64_t cap = capacity_.load(std::memory_order_relaxed), used = used_.load(std::memory_order_relaxed);
       throw OutOfMemory(
           fmt::format("OutOfMemory: {} cannot fit {} ({} bytes) in its arena in cycle {} ({} of {} in use) and "
@@ -235,8 +230,10 @@ Lease* Workspace::allocate_slow(std::size_t requested) {
                       describe(), format_bytes(bytes), requested, cycle(), format_bytes(used), format_bytes(cap)),
           requested, cap, used);
     }
+    l = spill(bytes, requested);
   }
-  return spill(bytes, requested);
+  count(bytes);  // only a lease handed out counts
+  return l;
 }
 
 Lease* Workspace::place_in_arena(std::size_t bytes) {
@@ -263,19 +260,14 @@ Lease* Workspace::place_in_arena(std::size_t bytes) {
       ++n;
     }
     recycling_ = Recycling::wrap;
-    const LeaseRecycler r = recycler();
     for (; n > 0; --n) {
       Lease* f = ring_.front();
       ring_.pop_front();
-      recycle(f, r);
+      recycle(f);
     }
     if (retire_) return nullptr;
   }
   Lease* l = new_lease();
-  l->begin = begin;
-  l->bytes = bytes;
-  l->block = block_;
-  l->data = block_->data() + begin;
   try {
     ring_.push_back(l);
   } catch (...) {
@@ -283,8 +275,7 @@ Lease* Workspace::place_in_arena(std::size_t bytes) {
     free_ = l;
     throw;
   }
-  offset_ = begin + bytes;
-  add_used(std::int64_t(bytes));
+  place(l, begin, bytes);
   set_bump_room();
   return l;
 }
@@ -356,10 +347,8 @@ void Workspace::release_rest(Lease* lease) noexcept {
   }
 }
 
-LeaseRecycler Workspace::recycler() noexcept { return g_recycler.load(std::memory_order_acquire); }
-
-inline void Workspace::recycle(Lease* lease, LeaseRecycler r) noexcept {
-  if (r) r(*lease);
+inline void Workspace::recycle(Lease* lease) noexcept {
+  if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(*lease);
   ArenaBlock* block = lease->block;
   if (block) sub_used(lease->bytes);
   bool last = lease->refs.load(std::memory_order_acquire) == 1;
@@ -380,18 +369,16 @@ inline void Workspace::recycle(Lease* lease, LeaseRecycler r) noexcept {
 }
 
 void Workspace::recycle_arena() noexcept {
-  const LeaseRecycler r = recycler();
   while (!ring_.empty()) {
     Lease* l = ring_.front();
     ring_.pop_front();
-    recycle(l, r);
+    recycle(l);
   }
   offset_ = 0;
 }
 
 void Workspace::recycle_spills() noexcept {
-  const LeaseRecycler r = recycler();
-  for (Lease* l : spills_) recycle(l, r);
+  for (Lease* l : spills_) recycle(l);
   spills_.clear();
 }
 

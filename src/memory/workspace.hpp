@@ -57,7 +57,7 @@ struct Lease {
   // One unit for the workspace (until it recycles the lease), one for the
   // storage (until it releases it). See Note [Lease units].
   std::atomic<std::uint32_t> refs{2};
-  // Opaque to memory, 0 when empty: the core's list of arrays in this lease.
+  // Opaque to memory: the core's list of arrays in this lease.
   std::atomic<std::uintptr_t> tenants{0};
   Lease* next_free = nullptr;
   Workspace* const workspace;       // valid while the workspace holds its unit
@@ -136,6 +136,9 @@ class Workspace {
   std::uint64_t cycle() const noexcept { return cycle_.load(std::memory_order_relaxed); }
   std::uint64_t learned_size() const noexcept { return learned_.load(std::memory_order_relaxed); }
   const workspace::Config& config() const noexcept { return config_; }
+  // The bytes allocate() may still bump inline in this cycle; 0 while every
+  // lease takes the general path (Note [Bump path] in workspace.cpp).
+  std::size_t bump_room() const noexcept { return bump_room_; }
   // Any thread (relaxed reads).
   workspace::Stats stats() const noexcept;
   // "workspace 'LOOP' (thread 2)" for messages.
@@ -147,6 +150,20 @@ class Workspace {
 
  private:
   static std::size_t align_up(std::size_t bytes) noexcept { return (bytes + kAlignment - 1) & ~(kAlignment - 1); }
+  // The statistics counters have one writer, the workspace's thread (other
+  // threads only read them, relaxed): a load and a store, not a locked add.
+  static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  // What every lease shares, whichever path serves it: the record reset for
+  // this cycle, an arena lease's place (the bump pointer moves past it), and
+  // the counting of a lease taken (arena or spill).
+  void reset(Lease* l) const noexcept;
+  void place(Lease* l, std::size_t begin, std::size_t bytes) noexcept;
+  void count(std::size_t bytes) noexcept;
+  void add_used(std::uint64_t bytes) noexcept;
+  void sub_used(std::uint64_t bytes) noexcept;
+
   Lease* allocate_slow(std::size_t requested);
   static void release_rest(Lease* lease) noexcept;
   Lease* new_lease();
@@ -155,13 +172,10 @@ class Workspace {
   Lease* spill(std::size_t bytes, std::size_t requested);
   bool learning() const noexcept;
   std::size_t sized(std::uint64_t bytes) const noexcept;
-  static LeaseRecycler recycler() noexcept;
-  void recycle(Lease* lease, LeaseRecycler r) noexcept;
-  [[gnu::always_inline]] inline void sub_used(std::uint64_t bytes) noexcept;
+  void recycle(Lease* lease) noexcept;
   void recycle_arena() noexcept;
   void recycle_spills() noexcept;
   void replace_block(std::size_t capacity);
-  [[gnu::always_inline]] inline void add_used(std::int64_t delta) noexcept;
 
   enum class Recycling : std::uint8_t { new_cycle, wrap, cycle_end, destroyed };
 
@@ -185,25 +199,48 @@ class Workspace {
       allocations_{0}, reallocations_{0};
 };
 
+inline void Workspace::reset(Lease* l) const noexcept {
+  l->refs.store(2, std::memory_order_relaxed);
+  l->tenants.store(0, std::memory_order_relaxed);
+  l->cycle = cycle_.load(std::memory_order_relaxed);
+}
+
+inline void Workspace::place(Lease* l, std::size_t begin, std::size_t bytes) noexcept {
+  l->begin = begin;
+  l->bytes = bytes;
+  l->block = block_;
+  l->data = block_->data() + begin;
+  offset_ = begin + bytes;
+  add_used(bytes);
+}
+
+inline void Workspace::count(std::size_t bytes) noexcept {
+  bump(allocations_);
+  cycle_bytes_ += bytes;
+}
+
+inline void Workspace::add_used(std::uint64_t bytes) noexcept {
+  const std::uint64_t now = used_.load(std::memory_order_relaxed) + bytes;
+  used_.store(now, std::memory_order_relaxed);
+  if (now > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(now, std::memory_order_relaxed);
+}
+
+inline void Workspace::sub_used(std::uint64_t bytes) noexcept {
+  used_.store(used_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+}
+
 inline Lease* Workspace::allocate(std::size_t requested) {
   const std::size_t bytes = align_up(requested);
   Lease* l = free_;
-  // See Note [Bump path] in workspace.cpp.
+  // See Note [Bump path] in workspace.cpp. bytes == 0 only when align_up
+  // wrapped (a request within 63 of SIZE_MAX): allocate_slow rejects it.
   if (bytes <= bump_room_ && bytes != 0 && l && ring_.has_room()) [[likely]] {
     free_ = l->next_free;
     bump_room_ -= bytes;
-    l->refs.store(2, std::memory_order_relaxed);
-    l->tenants.store(0, std::memory_order_relaxed);
-    l->cycle = cycle_.load(std::memory_order_relaxed);
-    l->begin = offset_;
-    l->bytes = bytes;
-    l->block = block_;
-    l->data = block_->data() + offset_;
-    offset_ += bytes;
+    reset(l);
+    place(l, offset_, bytes);
     ring_.push_unchecked(l);
-    allocations_.store(allocations_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    cycle_bytes_ += bytes;
-    add_used(std::int64_t(bytes));
+    count(bytes);
     return l;
   }
   return allocate_slow(requested);
@@ -226,16 +263,6 @@ inline void Workspace::release(Lease* lease) noexcept {
     }
   }
   release_rest(lease);
-}
-
-inline void Workspace::add_used(std::int64_t delta) noexcept {
-  std::uint64_t now = used_.load(std::memory_order_relaxed) + std::uint64_t(delta);
-  used_.store(now, std::memory_order_relaxed);
-  if (now > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(now, std::memory_order_relaxed);
-}
-
-inline void Workspace::sub_used(std::uint64_t bytes) noexcept {
-  used_.store(used_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
 }
 
 // ---- the thread's workspaces (workspaces.cpp) ----------------------------------

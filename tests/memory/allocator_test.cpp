@@ -1,6 +1,9 @@
 // Memory accounting, limits and the out-of-memory path (docs/design.md §6).
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <string>
+
 #include "memory/allocator.hpp"
 #include "test_util.hpp"
 
@@ -53,6 +56,30 @@ TEST_CASE("over the limit: OutOfMemory with requested bytes, limit, use, holders
   memory::set_limit(Device::cpu(), 0);
   CHECK(m.array_count() == 1);
   CHECK(test::host_bytes() == in_use);
+}
+
+TEST_CASE("a size no allocator can serve: OutOfMemory naming the size, nothing counted or handed out") {
+  // Near SIZE_MAX the accounting and the block cache's header arithmetic
+  // would wrap around to a small size and hand out a small buffer.
+  memory::DeviceAllocator& alloc = memory::allocator(Device::cpu());
+  const memory::Stats before = memory::stats(Device::cpu());
+  for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 10, SIZE_MAX - 63, std::size_t(PTRDIFF_MAX) + 1}) {
+    CAPTURE(bytes);
+    try {
+      (void)alloc.allocate(bytes);
+      FAIL("no OutOfMemory");
+    } catch (const OutOfMemory& e) {
+      CHECK(e.requested() == bytes);
+      std::string what = e.what();
+      CHECK(what.find(std::to_string(bytes) + " bytes on cpu") != std::string::npos);
+      CHECK(what.find("more than any allocator can serve") != std::string::npos);
+    }
+  }
+  const memory::Stats after = memory::stats(Device::cpu());
+  CHECK(after.current_bytes == before.current_bytes);
+  CHECK(after.peak_bytes == before.peak_bytes);
+  CHECK(after.allocations == before.allocations);
+  CHECK(after.oom_count == before.oom_count + 4);
 }
 
 TEST_CASE("over the limit, auto-close's queue is drained first and the allocation succeeds") {

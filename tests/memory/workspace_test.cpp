@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <random>
@@ -121,6 +122,7 @@ TEST_CASE("Spill::fail: OutOfMemory naming the workspace, its cycle and what to 
   cfg.spill = ws::Spill::fail;
   ws::Scope scope = ws::activate(cfg, "TIGHT");
   NDArray a = m.ones({64});  // 256 B
+  const ws::Stats before = scope.stats();
   try {
     (void)m.ones({100});
     FAIL("expected OutOfMemory");
@@ -131,6 +133,8 @@ TEST_CASE("Spill::fail: OutOfMemory naming the workspace, its cycle and what to 
     CHECK(what.find("Spill::fail") != std::string::npos);
     CHECK(e.requested() == 400);
   }
+  CHECK(scope.stats().allocations == before.allocations);  // a lease refused is not counted
+  CHECK(scope.stats().used == before.used);
   CHECK(a.sum().item<float>() == 64.0f);  // the arena is intact
 }
 
@@ -370,6 +374,8 @@ TEST_CASE("the inline bump and the general path keep the same books") {
   for (int cycle = 1; cycle <= 3; ++cycle) {
     bump.begin_cycle();
     general.begin_cycle();
+    CHECK(bump.bump_room() == 4096);  // from cycle 2 on, with records pooled, every lease below is a bump
+    CHECK(general.bump_room() == 0);  // end_of_buffer: every lease takes the general path
     std::vector<memory::Lease*> a, b;
     for (std::size_t n : sizes) {
       a.push_back(bump.allocate(n));
@@ -382,6 +388,7 @@ TEST_CASE("the inline bump and the general path keep the same books") {
       CHECK(a.back()->data - a.front()->data == b.back()->data - b.front()->data);
     }
     CHECK(bump.stats().allocations == general.stats().allocations);
+    CHECK(bump.bump_room() == 4096 - 1216);
     CHECK(bump.stats().used == 1216);
     CHECK(bump.stats().peak_used == 1216);
     CHECK(general.stats().used == 1216 * std::uint64_t(cycle));  // earlier cycles' leases stay until wrapped over
@@ -402,6 +409,78 @@ TEST_CASE("the inline bump and the general path keep the same books") {
   CHECK(bump.stats().reallocations == 0);  // no lease was left held: the arena was never retired
   CHECK(bump.stats().spilled_bytes == 0);
   CHECK(general.stats().spilled_bytes == 0);
+}
+
+TEST_CASE("bump_room: the inline bump is open only while no policy has a say") {
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 4096;
+  memory::Workspace w(cfg, "room", 0);
+  CHECK(w.bump_room() == 0);  // not open yet
+  w.begin_cycle();
+  CHECK(w.bump_room() == 4096);
+  memory::Lease* a = w.allocate(100);
+  CHECK(w.bump_room() == 4096 - 128);
+  memory::Lease* big = w.allocate(8192);  // does not fit: spills, the room stays
+  CHECK(big->block == nullptr);
+  CHECK(w.bump_room() == 4096 - 128);
+  memory::Workspace::release(big);
+  w.end_cycle();
+  CHECK(w.bump_room() == 0);  // closed: nothing bumps between cycles
+  // `a` is still held when the next cycle recycles it: the block is retired
+  // and replaced (Note [Retired blocks]), and the fresh block is all room.
+  w.begin_cycle();
+  CHECK(w.stats().reallocations == 1);
+  CHECK(w.bump_room() == 4096);
+  memory::Workspace::release(a);
+  memory::Lease* b = w.allocate(1);
+  CHECK(w.bump_room() == 4096 - 64);
+  memory::Workspace::release(b);
+  w.end_cycle();
+
+  ws::Config learn = cfg;
+  learn.initial_size = 0;
+  learn.learning = ws::Learning::first_loop;
+  memory::Workspace l(learn, "learner", 0);
+  l.begin_cycle();
+  memory::Lease* c = l.allocate(1000);  // the learning cycle spills every lease
+  CHECK(l.bump_room() == 0);
+  memory::Workspace::release(c);
+  l.end_cycle();
+  l.begin_cycle();  // sized from the first cycle: 1024 B plus 30 %, aligned
+  CHECK(l.stats().capacity == 1344);
+  CHECK(l.bump_room() == 1344);
+  l.end_cycle();
+}
+
+TEST_CASE("a lease no memory could hold: OutOfMemory naming the workspace, its books intact") {
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 4096;
+  memory::Workspace w(cfg, "huge", 0);
+  w.begin_cycle();
+  memory::Lease* a = w.allocate(64);
+  const ws::Stats before = w.stats();
+  // Within 63 of SIZE_MAX the 64-byte alignment wraps to a small size; above
+  // PTRDIFF_MAX the spill's allocator refuses. Neither may hand out a lease.
+  for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 62, SIZE_MAX - 63, std::size_t(PTRDIFF_MAX) + 1}) {
+    CAPTURE(bytes);
+    try {
+      (void)w.allocate(bytes);
+      FAIL("expected OutOfMemory");
+    } catch (const OutOfMemory& e) {
+      CHECK(e.requested() == bytes);
+      CHECK(std::string(e.what()).find("workspace 'huge'") != std::string::npos);
+    }
+  }
+  CHECK(w.stats().allocations == before.allocations);
+  CHECK(w.stats().used == before.used);
+  CHECK(w.stats().spilled_bytes == 0);
+  memory::Lease* b = w.allocate(64);  // the arena goes on where it was
+  CHECK(b->data == a->data + 64);
+  memory::Workspace::release(a);
+  memory::Workspace::release(b);
+  w.end_cycle();
 }
 
 TEST_CASE("the same name on two threads is two workspaces") {
