@@ -29,6 +29,9 @@ workspace::Config arena_config() {
 // Storage only: the layer a workspace replaces.
 void BM_Storage(benchmark::State& state, bool in_workspace) {
   const std::size_t bytes = std::size_t(state.range(0));
+  // As in any program with arrays: the core's hooks, the lease recycler
+  // among them, are installed with the system manager.
+  (void)NDManager::system();
   std::vector<detail::Storage*> held(kBatch);
   for (auto _ : state) {
     workspace::Scope ws;

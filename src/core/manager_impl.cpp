@@ -10,7 +10,9 @@
 #include "core/autoclose.hpp"
 #include "core/registry.hpp"
 #include "core/reclaim_queue.hpp"
+#include "core/workspace_arrays.hpp"
 #include "memory/allocator.hpp"
+#include "memory/workspace.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/memory.hpp"
 #include "support/free_list.hpp"
@@ -88,6 +90,7 @@ ManagerImpl& ManagerImpl::system() noexcept {
   static ManagerImpl* root = [] {
     memory::set_pressure_handler(relieve_pressure);
     memory::set_oom_reporter(report_holders);
+    memory::set_lease_recycler(recycle_leases);
     return new ManagerImpl("system", Device::cpu(), nullptr, Site());
   }();
   return *root;

@@ -2,7 +2,6 @@
 #include "core/storage.hpp"
 
 #include "core/host_mirror.hpp"
-#include "core/workspace_arrays.hpp"
 
 #include <sanitizer/asan_interface.h>  // ASAN_(UN)POISON_MEMORY_REGION: no-ops without ASan
 
@@ -25,8 +24,6 @@ namespace ndgc::detail {
 // construction, so a use of a released Storage is still reported, as for
 // one from the free list (which sanitizer builds bypass).
 inline Storage* Storage::allocate_in(memory::Workspace& ws, std::size_t bytes) {
-  static const bool installed = (memory::set_lease_recycler(recycle_lease), true);
-  (void)installed;
   static_assert(sizeof(Storage) <= memory::Lease::kPayloadBytes && alignof(Storage) <= 16);
   memory::Lease* lease = ws.allocate(bytes);
   ASAN_UNPOISON_MEMORY_REGION(lease->payload, sizeof lease->payload);
@@ -55,22 +52,35 @@ Storage* Storage::allocate_ordinary(Device device, std::size_t bytes) {
   }
 }
 
+// A workspace Storage's end: it lives in its lease (Note [Storage in its
+// lease]), so the object goes first and the lease's storage unit after.
+inline std::uint64_t Storage::release_to(memory::Lease* lease) noexcept {
+  const std::uint64_t freed = bytes_;
+  this->~Storage();
+  ASAN_POISON_MEMORY_REGION(lease->payload, sizeof lease->payload);
+  memory::Workspace::release(lease);
+  return freed;
+}
+
 std::uint64_t Storage::release() noexcept {
   // The last reference needs no locked instruction: with refs == 1 no other
   // thread holds one, so none can take another (a new reference is always
   // copied from a held one).
   if (refs_.load(std::memory_order_acquire) != 1 && refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return 0;
-  std::uint64_t freed = bytes_;
-  if (HostMirror* m = mirror_.load(std::memory_order_relaxed)) [[unlikely]]
-    delete m;
-  if (memory::Lease* lease = lease_) {
-    this->~Storage();  // it lives in the lease: Note [Storage in its lease]
-    ASAN_POISON_MEMORY_REGION(lease->payload, sizeof lease->payload);
-    memory::Workspace::release(lease);
-  } else {
-    memory::allocator(device_).deallocate(data_, bytes_);
-    delete this;
-  }
+  memory::Lease* lease = lease_;
+  if (!lease || mirror_.load(std::memory_order_relaxed)) [[unlikely]]
+    return release_last();
+  return release_to(lease);
+}
+
+// The last reference's general case, out of line so that the common one
+// saves no registers: a host mirror to free, or ordinary memory.
+std::uint64_t Storage::release_last() noexcept {
+  if (HostMirror* m = mirror_.load(std::memory_order_relaxed)) delete m;
+  if (memory::Lease* lease = lease_) return release_to(lease);
+  const std::uint64_t freed = bytes_;
+  memory::allocator(device_).deallocate(data_, bytes_);
+  delete this;
   return freed;
 }
 

@@ -52,6 +52,8 @@ class Storage {
   Storage(Device device, std::size_t bytes, void* data) noexcept : device_(device), bytes_(bytes), data_(data) {}
   [[gnu::always_inline]] static Storage* allocate_in(memory::Workspace& ws, std::size_t bytes);
   [[gnu::noinline]] static Storage* allocate_ordinary(Device device, std::size_t bytes);
+  std::uint64_t release_to(memory::Lease* lease) noexcept;
+  [[gnu::noinline]] std::uint64_t release_last() noexcept;
   std::atomic<std::uint32_t> refs_{1};
   Device device_;
   std::size_t bytes_;

@@ -12,9 +12,9 @@
 //     base's Storage, so they are noted on the same lease. publish holds a
 //     StorageRef across link_new, so the lease outlives the note even if
 //     another thread closes the array at once.
-//  3. Before the workspace reuses or frees a lease's bytes (a new cycle, the
-//     ring wrapping, a spill's cycle ending, destroy) it calls recycle_lease,
-//     which seals the list and closes every array in it through the registry
+//  3. Before the workspace reuses or frees leases' bytes (a new cycle, the
+//     ring wrapping, a spill's cycle ending, destroy) it calls recycle_leases,
+//     which seals each list and closes every array in it through the registry
 //     (CloseReason::workspace; stale generations are skipped). A handle used
 //     after that throws ArrayClosed naming the workspace and its cycle. A view
 //     published after the seal is closed as soon as it is noted.
@@ -84,7 +84,9 @@ thread_local const memory::Lease* t_recycling = nullptr;
 
 }  // namespace
 
-void recycle_lease(memory::Lease& lease) noexcept {
+namespace {
+
+void close_tenants(memory::Lease& lease) noexcept {
   // With the storage's lease unit gone (refs == 1) no StorageRef to this
   // lease exists, so no publish() can note another array: the list is final
   // and needs no seal (Note [Lease units] in src/memory/workspace.cpp).
@@ -101,6 +103,12 @@ void recycle_lease(memory::Lease& lease) noexcept {
     t = next;
   }
   t_recycling = nullptr;
+}
+
+}  // namespace
+
+void recycle_leases(memory::Lease* const* leases, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) close_tenants(*leases[i]);
 }
 
 void note_workspace_array(memory::Lease& lease, std::uint32_t slot, std::uint32_t generation) noexcept {

@@ -2,6 +2,7 @@
 // See Note [Workspace storage] in workspace_arrays.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -11,9 +12,11 @@ struct Lease;
 
 namespace ndgc::detail {
 
-// The lease recycler (memory::set_lease_recycler), which Storage::allocate_in
-// installs: closes every array noted in `lease` before its bytes are reused.
-void recycle_lease(memory::Lease& lease) noexcept;
+// The lease recycler (memory::set_lease_recycler), which the system manager
+// installs with its other memory hooks (every array joins a manager, so it
+// is in place before any lease has an array): closes every array noted in
+// leases[0, count) before their bytes are reused.
+void recycle_leases(memory::Lease* const* leases, std::size_t count) noexcept;
 // publish(): the array (slot, generation) lives in `lease`'s bytes. Closes it
 // at once if the workspace already recycled the lease.
 void note_workspace_array(memory::Lease& lease, std::uint32_t slot, std::uint32_t generation) noexcept;

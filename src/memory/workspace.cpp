@@ -93,8 +93,8 @@ const std::string& Workspace::mmap_file() const noexcept {
 workspace::Stats Workspace::stats() const noexcept {
   workspace::Stats s;
   s.capacity = capacity_.load(std::memory_order_relaxed);
-  s.used = used_.load(std::memory_order_relaxed);
-  s.peak_used = peak_used_.load(std::memory_order_relaxed);
+  s.used = used_.load(std::memory_order_acquire);  // before the peak: Note [Peak use]
+  s.peak_used = std::max(peak_used_.load(std::memory_order_relaxed), s.used);
   s.spilled_bytes = spilled_bytes_.load(std::memory_order_relaxed);
   s.cycles = cycles_.load(std::memory_order_relaxed);
   s.allocations = allocations_.load(std::memory_order_relaxed);
@@ -132,7 +132,7 @@ void Workspace::begin_cycle() {
 
 void Workspace::end_cycle() {
   open_.store(false, std::memory_order_relaxed);
-  bump_room_ = 0;
+  bump_end_ = offset_;
   bump(cycles_);
   const std::uint64_t ended = cycles_.load(std::memory_order_relaxed);
   recycling_ = Recycling::cycle_end;
@@ -161,7 +161,7 @@ void Workspace::replace_block(std::size_t capacity) {
     capacity_.store(0, std::memory_order_relaxed);
     bump(reallocations_);
   }
-  offset_ = 0;
+  offset_ = bump_end_ = 0;
   retire_ = false;
   if (capacity == 0) return;
   block_ = ArenaBlock::create(capacity, config_.device, config_.location, config_.mmap_path, name_);
@@ -187,18 +187,21 @@ void LeaseRing::make_room() {
 
 // Note [Bump path]
 // Workspace::allocate (inline, workspace.hpp) serves a lease with a bump
-// and a pooled record when nothing else can happen: the lease fits in
-// `bump_room_`, a record is pooled and the ring has room. `bump_room_` is
-// the arena's free tail while the workspace is open, not learning, not
-// retiring its block and resets block_left (nothing of an earlier cycle lies
-// ahead of the offset); otherwise 0, and every lease takes allocate_slow:
-// end_of_buffer (which must recycle what lies ahead), learning, spills,
-// Spill::fail, the first leases of a fresh pool. Both paths do the same
-// bookkeeping; the tests run both (workspace_test.cpp).
+// and a pooled record when nothing else can happen: the lease fits below
+// `bump_end_`, a record is pooled and the ring has room. `bump_end_` is the
+// arena's end while the workspace is open, not learning, not retiring its
+// block and resets block_left (nothing of an earlier cycle lies ahead of the
+// offset); otherwise it is the offset itself (no room), and every lease
+// takes allocate_slow: end_of_buffer (which must recycle what lies ahead),
+// learning, spills, Spill::fail, the first leases of a fresh pool. An end
+// rather than a room, so a bump stores only the offset; every change of the
+// offset outside the bump sets the end again, so the end is never below it.
+// Both paths do the same bookkeeping; the tests run both
+// (workspace_test.cpp).
 void Workspace::set_bump_room() noexcept {
   const bool bump = open_.load(std::memory_order_relaxed) && block_ && !retire_ && !learning() &&
                     config_.reset == workspace::Reset::block_left;
-  bump_room_ = bump ? block_->capacity() - offset_ : 0;
+  bump_end_ = bump ? block_->capacity() : offset_;
 }
 
 Lease* Workspace::new_lease() {
@@ -260,11 +263,8 @@ Lease* Workspace::place_in_arena(std::size_t bytes) {
       ++n;
     }
     recycling_ = Recycling::wrap;
-    for (; n > 0; --n) {
-      Lease* f = ring_.front();
-      ring_.pop_front();
-      recycle(f);
-    }
+    recycle(ring_.begin(), n);
+    ring_.drop_front(n);
     if (retire_) return nullptr;
   }
   Lease* l = new_lease();
@@ -347,38 +347,53 @@ void Workspace::release_rest(Lease* lease) noexcept {
   }
 }
 
-inline void Workspace::recycle(Lease* lease) noexcept {
-  if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(*lease);
-  ArenaBlock* block = lease->block;
-  if (block) sub_used(lease->bytes);
-  bool last = lease->refs.load(std::memory_order_acquire) == 1;
-  if (!last) {
-    // Still held after its arrays closed: see Notes [Retired blocks], [Lease units] and [Block units].
-    if (block) {
-      retire_ = true;
-      bump_room_ = 0;
-      block->ref();
+// Note [Peak use]
+// used_ (the arena bytes of unrecycled leases) grows with each lease and
+// shrinks only in a recycling pass, so its largest value since the last pass
+// is its value now. A lease therefore adds to used_ and nothing more; a pass
+// raises peak_used_ to used_ before it subtracts what it freed, and stats()
+// reports the larger of the two. A reader on another thread loads used_
+// (acquire, pairing with the pass's release store) before peak_used_, so a
+// shrunken used_ comes with the peak raised before it.
+inline void Workspace::recycle(Lease* const* leases, std::size_t count) noexcept {
+  if (count == 0) return;
+  if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(leases, count);
+  std::uint64_t freed = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    Lease* lease = leases[i];
+    ArenaBlock* block = lease->block;
+    if (block) freed += lease->bytes;
+    bool last = lease->refs.load(std::memory_order_acquire) == 1;
+    if (!last) {
+      // Still held after its arrays closed: see Notes [Retired blocks], [Lease units] and [Block units].
+      if (block) {
+        retire_ = true;
+        bump_end_ = offset_;
+        block->ref();
+      }
+      last = lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
+      if (last && block) block->unref();  // the storage let go meanwhile: the unit taken for it is not needed
     }
-    last = lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
-    if (last && block) block->unref();  // the storage let go meanwhile: the unit taken for it is not needed
+    if (last) {
+      lease->next_free = free_;
+      free_ = lease;
+    }
   }
-  if (last) {
-    lease->next_free = free_;
-    free_ = lease;
+  if (freed != 0) {
+    const std::uint64_t used = used_.load(std::memory_order_relaxed);
+    if (used > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(used, std::memory_order_relaxed);
+    used_.store(used - freed, std::memory_order_release);
   }
 }
 
 void Workspace::recycle_arena() noexcept {
-  while (!ring_.empty()) {
-    Lease* l = ring_.front();
-    ring_.pop_front();
-    recycle(l);
-  }
-  offset_ = 0;
+  recycle(ring_.begin(), ring_.size());
+  ring_.drop_front(ring_.size());
+  offset_ = bump_end_ = 0;
 }
 
 void Workspace::recycle_spills() noexcept {
-  for (Lease* l : spills_) recycle(l);
+  recycle(spills_.data(), spills_.size());
   spills_.clear();
 }
 

@@ -31,8 +31,12 @@ namespace ndgc::memory {
 class Workspace;
 
 // The innermost open workspace of this thread, or null (none, or a ScopeOut
-// open). Inline, a TLS load: Storage::allocate asks on every storage.
-extern constinit thread_local Workspace* t_current_workspace;
+// open). Inline, a TLS load: Storage::allocate asks on every storage. The
+// initial-exec model makes it one %fs-relative load, not a call to
+// __tls_get_addr that a position-independent build would otherwise emit (and
+// save registers around); it costs one pointer of the static TLS that glibc
+// reserves, so the library may still be dlopen()ed.
+extern constinit thread_local Workspace* t_current_workspace [[gnu::tls_model("initial-exec")]];
 inline Workspace* current_workspace() noexcept { return t_current_workspace; }
 // A value that tells the running thread from every other live one (the
 // address of its t_current_workspace): a TLS address, no load.
@@ -82,11 +86,14 @@ class LeaseRing {
   LeaseRing& operator=(const LeaseRing&) = delete;
 
   bool empty() const noexcept { return head_ == tail_; }
+  std::size_t size() const noexcept { return tail_ - head_; }
   // push_unchecked may be called (it cannot allocate nor throw).
   bool has_room() const noexcept { return tail_ < capacity_; }
   Lease* front() const noexcept { return leases_[head_]; }
-  void pop_front() noexcept {
-    if (++head_ == tail_) head_ = tail_ = 0;
+  void pop_front() noexcept { drop_front(1); }
+  void drop_front(std::size_t n) noexcept {  // n <= size()
+    head_ += n;
+    if (head_ == tail_) head_ = tail_ = 0;
   }
   void push_unchecked(Lease* l) noexcept { leases_[tail_++] = l; }
   // std::bad_alloc when it must grow and cannot.
@@ -104,8 +111,12 @@ class LeaseRing {
   std::size_t head_ = 0, tail_ = 0, capacity_ = 0;
 };
 
-// Called before a lease's bytes are reused or freed; closes what lives there.
-using LeaseRecycler = void (*)(Lease& lease) noexcept;
+// Called before the bytes of leases[0, count) are reused or freed; closes
+// what lives there. One call per pass (a cycle's arena, the leases a wrap
+// overtakes, a cycle's spills), so each lease costs the recycler a loop
+// iteration, not an indirect call. Installed by the core before any array
+// lives in a lease; until then no lease has anything to close.
+using LeaseRecycler = void (*)(Lease* const* leases, std::size_t count) noexcept;
 void set_lease_recycler(LeaseRecycler recycler);
 
 class Workspace {
@@ -138,7 +149,7 @@ class Workspace {
   const workspace::Config& config() const noexcept { return config_; }
   // The bytes allocate() may still bump inline in this cycle; 0 while every
   // lease takes the general path (Note [Bump path] in workspace.cpp).
-  std::size_t bump_room() const noexcept { return bump_room_; }
+  std::size_t bump_room() const noexcept { return bump_end_ - offset_; }
   // Any thread (relaxed reads).
   workspace::Stats stats() const noexcept;
   // "workspace 'LOOP' (thread 2)" for messages.
@@ -161,8 +172,6 @@ class Workspace {
   void reset(Lease* l) const noexcept;
   void place(Lease* l, std::size_t begin, std::size_t bytes) noexcept;
   void count(std::size_t bytes) noexcept;
-  void add_used(std::uint64_t bytes) noexcept;
-  void sub_used(std::uint64_t bytes) noexcept;
 
   Lease* allocate_slow(std::size_t requested);
   static void release_rest(Lease* lease) noexcept;
@@ -172,7 +181,7 @@ class Workspace {
   Lease* spill(std::size_t bytes, std::size_t requested);
   bool learning() const noexcept;
   std::size_t sized(std::uint64_t bytes) const noexcept;
-  void recycle(Lease* lease) noexcept;
+  void recycle(Lease* const* leases, std::size_t count) noexcept;
   void recycle_arena() noexcept;
   void recycle_spills() noexcept;
   void replace_block(std::size_t capacity);
@@ -186,13 +195,15 @@ class Workspace {
   std::uint64_t thread_;
   ArenaBlock* block_ = nullptr;
   std::size_t offset_ = 0;          // bump pointer
-  std::size_t bump_room_ = 0;       // bytes the inline path may take: Note [Bump path]
+  std::size_t bump_end_ = 0;        // the inline path bumps up to here; >= offset_: Note [Bump path]
   LeaseRing ring_;                  // arena leases not yet recycled, oldest first
   std::vector<Lease*> spills_;      // spilled leases of the current cycle
   Lease* free_ = nullptr;           // recycled lease records
   bool retire_ = false;             // a recycled lease is still held: Note [Retired blocks]
   std::size_t pending_ = 0;         // arena size for the next cycle (0: keep)
   std::uint64_t cycle_bytes_ = 0, cycle_spilled_ = 0, max_cycle_bytes_ = 0;
+  // used_ only grows between recycling passes, so its peak is taken when a
+  // pass shrinks it (and by stats()), not on every lease: Note [Peak use].
   std::atomic<bool> open_{false};
   std::atomic<std::uint64_t> cycle_{0}, learned_{0};
   std::atomic<std::uint64_t> capacity_{0}, used_{0}, peak_used_{0}, spilled_bytes_{0}, cycles_{0},
@@ -211,7 +222,7 @@ inline void Workspace::place(Lease* l, std::size_t begin, std::size_t bytes) noe
   l->block = block_;
   l->data = block_->data() + begin;
   offset_ = begin + bytes;
-  add_used(bytes);
+  used_.store(used_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
 }
 
 inline void Workspace::count(std::size_t bytes) noexcept {
@@ -219,24 +230,13 @@ inline void Workspace::count(std::size_t bytes) noexcept {
   cycle_bytes_ += bytes;
 }
 
-inline void Workspace::add_used(std::uint64_t bytes) noexcept {
-  const std::uint64_t now = used_.load(std::memory_order_relaxed) + bytes;
-  used_.store(now, std::memory_order_relaxed);
-  if (now > peak_used_.load(std::memory_order_relaxed)) peak_used_.store(now, std::memory_order_relaxed);
-}
-
-inline void Workspace::sub_used(std::uint64_t bytes) noexcept {
-  used_.store(used_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
-}
-
 inline Lease* Workspace::allocate(std::size_t requested) {
   const std::size_t bytes = align_up(requested);
   Lease* l = free_;
   // See Note [Bump path] in workspace.cpp. bytes == 0 only when align_up
   // wrapped (a request within 63 of SIZE_MAX): allocate_slow rejects it.
-  if (bytes <= bump_room_ && bytes != 0 && l && ring_.has_room()) [[likely]] {
+  if (bytes <= bump_end_ - offset_ && bytes != 0 && l && ring_.has_room()) [[likely]] {
     free_ = l->next_free;
-    bump_room_ -= bytes;
     reset(l);
     place(l, offset_, bytes);
     ring_.push_unchecked(l);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -451,6 +452,58 @@ TEST_CASE("bump_room: the inline bump is open only while no policy has a say") {
   CHECK(l.stats().capacity == 1344);
   CHECK(l.bump_room() == 1344);
   l.end_cycle();
+}
+
+TEST_CASE("peak_used keeps the largest use across the passes that shrink used, seen from any thread") {
+  // Note [Peak use]: a lease only adds to used; a recycling pass raises the
+  // peak before it subtracts. A reader on another thread never sees the peak
+  // fall or fall below used.
+  ws::Config cfg;
+  cfg.learning = ws::Learning::none;
+  cfg.initial_size = 64 * 64;
+  memory::Workspace w(cfg, "peak", 0);
+  std::atomic<bool> done{false};
+  std::atomic<int> bad{0};
+  std::thread reader([&] {
+    std::uint64_t last = 0;
+    while (!done.load(std::memory_order_acquire)) {
+      ws::Stats s = w.stats();
+      if (s.peak_used < last || s.peak_used < s.used) bad.fetch_add(1);
+      last = s.peak_used;
+    }
+  });
+  std::uint64_t expected_peak = 0;
+  const int leases_per_cycle[] = {3, 1, 7, 2, 5, 0, 4};
+  for (int round = 0; round < 200; ++round) {
+    const int n = leases_per_cycle[round % 7];
+    w.begin_cycle();
+    CHECK(w.stats().used == 0);  // block_left: the pass recycled the last cycle's leases
+    std::vector<memory::Lease*> held;
+    for (int i = 0; i < n; ++i) held.push_back(w.allocate(64));
+    expected_peak = std::max<std::uint64_t>(expected_peak, std::uint64_t(n) * 64);
+    CHECK(w.stats().used == std::uint64_t(n) * 64);
+    CHECK(w.stats().peak_used == expected_peak);
+    for (memory::Lease* l : held) memory::Workspace::release(l);
+    w.end_cycle();
+  }
+  done.store(true, std::memory_order_release);
+  reader.join();
+  CHECK(bad.load() == 0);
+  CHECK(w.stats().peak_used == 7 * 64);
+
+  // end_of_buffer: a wrap shrinks used within a cycle; the peak stays.
+  ws::Config ring = cfg;
+  ring.reset = ws::Reset::end_of_buffer;
+  ring.initial_size = 4 * 64;
+  memory::Workspace r(ring, "ring-peak", 0);
+  r.begin_cycle();
+  for (std::size_t bytes : {64, 128, 64}) memory::Workspace::release(r.allocate(bytes));  // full
+  r.end_cycle();
+  r.begin_cycle();
+  memory::Workspace::release(r.allocate(128));  // wraps over the first two (192 B) of the last cycle's
+  CHECK(r.stats().used == 3 * 64);
+  CHECK(r.stats().peak_used == 4 * 64);
+  r.end_cycle();
 }
 
 TEST_CASE("a lease no memory could hold: OutOfMemory naming the workspace, its books intact") {
