@@ -115,7 +115,9 @@ class LeaseRing {
 // what lives there. One call per pass (a cycle's arena, the leases a wrap
 // overtakes, a cycle's spills), so each lease costs the recycler a loop
 // iteration, not an indirect call. Installed by the core before any array
-// lives in a lease; until then no lease has anything to close.
+// lives in a lease; until then no lease has anything to close. It only
+// closes arrays: it takes no lease, so `leases` (the ring's own buffer)
+// stays valid through the call.
 using LeaseRecycler = void (*)(Lease* const* leases, std::size_t count) noexcept;
 void set_lease_recycler(LeaseRecycler recycler);
 
