@@ -392,7 +392,7 @@ Snapshot Snapshot::from_json(std::string_view json_text) {
     s.arrays.push_back(ArrayRecord{a.column(0, names).uuid(),
                                    a.column(1, names).index(s.managers.size(), "managers"),
                                    a.column(2, names).index(s.sites.size(), "sites"), a.column(3, names).u64(),
-                                   a.column(4, names).u32()});
+                                   a.column(4, names).u32(), kNoWorkspace, Device::cpu()});  // both set below when present
   }
   s.workspaces = read_workspaces(in);
   if (in.has("array_workspaces")) {

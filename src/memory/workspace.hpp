@@ -31,12 +31,10 @@ namespace ndgc::memory {
 class Workspace;
 
 // The innermost open workspace of this thread, or null (none, or a ScopeOut
-// open). Inline, a TLS load: Storage::allocate asks on every storage. The
-// initial-exec model makes it one %fs-relative load, not a call to
-// __tls_get_addr that a position-independent build would otherwise emit (and
-// save registers around); it costs one pointer of the static TLS that glibc
-// reserves, so the library may still be dlopen()ed.
-extern constinit thread_local Workspace* t_current_workspace [[gnu::tls_model("initial-exec")]];
+// open). Inline, a TLS load: Storage::allocate asks on every storage (the
+// library's TLS dialect keeps that load free of register saves: Note [TLS
+// dialect] in src/CMakeLists.txt).
+extern constinit thread_local Workspace* t_current_workspace;
 inline Workspace* current_workspace() noexcept { return t_current_workspace; }
 // A value that tells the running thread from every other live one (the
 // address of its t_current_workspace): a TLS address, no load.

@@ -20,7 +20,7 @@
 
 namespace ndgc::memory {
 
-constinit thread_local Workspace* t_current_workspace [[gnu::tls_model("initial-exec")]] = nullptr;
+constinit thread_local Workspace* t_current_workspace = nullptr;
 
 namespace {
 
