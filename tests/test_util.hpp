@@ -12,6 +12,14 @@
 
 namespace ndgc::test {
 
+// A workspace without learning: an arena of `bytes` from its first cycle.
+inline workspace::Config fixed_arena(std::uint64_t bytes) {
+  workspace::Config cfg;
+  cfg.learning = workspace::Learning::none;
+  cfg.initial_size = bytes;
+  return cfg;
+}
+
 // Sets the auto-close switch for one test and restores the previous state.
 class AutoClose {
  public:

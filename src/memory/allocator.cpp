@@ -10,8 +10,6 @@
 #include "memory/workspace.hpp"
 
 #include <array>
-#include <cstddef>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -93,16 +91,14 @@ void DeviceAllocator::uncharge(std::size_t bytes) noexcept {
 
 void* DeviceAllocator::acquire(std::size_t bytes, bool raw) {
   if (bytes == 0) return nullptr;
-  // No backend serves more than PTRDIFF_MAX bytes (malloc refuses them too),
-  // and near SIZE_MAX the accounting and a backend's own header arithmetic
-  // would wrap around to a small size: refuse before any of it runs.
-  constexpr std::size_t kMaxBytes = std::size_t(std::numeric_limits<std::ptrdiff_t>::max());
-  if (bytes > kMaxBytes) [[unlikely]] {
+  // Near SIZE_MAX the accounting and a backend's own header arithmetic would
+  // wrap around to a small size: refuse before any of it runs.
+  if (bytes > kMaxAllocationBytes) [[unlikely]] {
     ooms_.fetch_add(1, std::memory_order_relaxed);
     throw OutOfMemory(fmt::format("OutOfMemory: allocating {} bytes on {}: more than any allocator can serve "
                                   "(at most {} bytes). Check the size computation: a negative size or an "
                                   "overflowed product of dimensions looks like this.",
-                                  bytes, device_.to_string(), kMaxBytes),
+                                  bytes, device_.to_string(), kMaxAllocationBytes),
                       bytes, limit(), current_.load(std::memory_order_relaxed));
   }
   bool injected = injected_failure();

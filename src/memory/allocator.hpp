@@ -16,12 +16,18 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "ndgc/device.hpp"
 #include "ndgc/memory.hpp"
 
 namespace ndgc::memory {
+
+// The largest request any allocator serves: PTRDIFF_MAX, as malloc's. Above
+// it, and above all near SIZE_MAX where size arithmetic would wrap to a small
+// number, a request is OutOfMemory before any accounting runs.
+inline constexpr std::size_t kMaxAllocationBytes = std::size_t(std::numeric_limits<std::ptrdiff_t>::max());
 
 class DeviceAllocator {
  public:

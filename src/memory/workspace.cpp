@@ -132,7 +132,7 @@ void Workspace::begin_cycle() {
 
 void Workspace::end_cycle() {
   open_.store(false, std::memory_order_relaxed);
-  bump_end_ = offset_;
+  set_bump_room();
   bump(cycles_);
   const std::uint64_t ended = cycles_.load(std::memory_order_relaxed);
   recycling_ = Recycling::cycle_end;
@@ -161,8 +161,9 @@ void Workspace::replace_block(std::size_t capacity) {
     capacity_.store(0, std::memory_order_relaxed);
     bump(reallocations_);
   }
-  offset_ = bump_end_ = 0;
+  offset_ = 0;
   retire_ = false;
+  set_bump_room();
   if (capacity == 0) return;
   block_ = ArenaBlock::create(capacity, config_.device, config_.location, config_.mmap_path, name_);
   capacity_.store(capacity, std::memory_order_relaxed);
@@ -194,10 +195,10 @@ void LeaseRing::make_room() {
 // offset); otherwise it is the offset itself (no room), and every lease
 // takes allocate_slow: end_of_buffer (which must recycle what lies ahead),
 // learning, spills, Spill::fail, the first leases of a fresh pool. An end
-// rather than a room, so a bump stores only the offset; every change of the
-// offset outside the bump sets the end again, so the end is never below it.
-// Both paths do the same bookkeeping; the tests run both
-// (workspace_test.cpp).
+// rather than a room, so a bump stores only the offset. set_bump_room() is
+// the end's only writer, called after every change of the offset or of those
+// conditions outside the bump, so the end is never below the offset. Both
+// paths do the same bookkeeping; the tests run both (workspace_test.cpp).
 void Workspace::set_bump_room() noexcept {
   const bool bump = open_.load(std::memory_order_relaxed) && block_ && !retire_ && !learning() &&
                     config_.reset == workspace::Reset::block_left;
@@ -215,12 +216,13 @@ Lease* Workspace::new_lease() {
 }
 
 Lease* Workspace::allocate_slow(std::size_t requested) {
-  const std::size_t bytes = align_up(requested);
-  if (bytes < requested)  // align_up wrapped: no memory has that many bytes
-    throw OutOfMemory(fmt::format("OutOfMemory: {} cannot lease {} bytes in cycle {}: the request is larger "
-                                  "than any address space",
-                                  describe(), requested, cycle()),
+  // The allocators' bound, checked before align_up, which would wrap near SIZE_MAX.
+  if (requested > kMaxAllocationBytes)
+    throw OutOfMemory(fmt::format("OutOfMemory: {} cannot lease {} bytes in cycle {}: more than any allocator "
+                                  "can serve (at most {} bytes)",
+                                  describe(), requested, cycle(), kMaxAllocationBytes),
                       requested, capacity_.load(std::memory_order_relaxed), used_.load(std::memory_order_relaxed));
+  const std::size_t bytes = align_up(requested);
   const bool learn = learning();
   Lease* l = learn ? nullptr : place_in_arena(bytes);
   if (!l) {
@@ -355,11 +357,11 @@ void Workspace::release_rest(Lease* lease) noexcept {
 // reports the larger of the two. A reader on another thread loads used_
 // (acquire, pairing with the pass's release store) before peak_used_, so a
 // shrunken used_ comes with the peak raised before it.
-inline void Workspace::recycle(Lease* const* leases, std::size_t count) noexcept {
-  if (count == 0) return;
-  if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(leases, count);
+inline void Workspace::recycle(Lease* const* leases, std::size_t n) noexcept {
+  if (n == 0) return;
+  if (LeaseRecycler r = g_recycler.load(std::memory_order_acquire)) r(leases, n);
   std::uint64_t freed = 0;
-  for (std::size_t i = 0; i < count; ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     Lease* lease = leases[i];
     ArenaBlock* block = lease->block;
     if (block) freed += lease->bytes;
@@ -368,7 +370,7 @@ inline void Workspace::recycle(Lease* const* leases, std::size_t count) noexcept
       // Still held after its arrays closed: see Notes [Retired blocks], [Lease units] and [Block units].
       if (block) {
         retire_ = true;
-        bump_end_ = offset_;
+        set_bump_room();
         block->ref();
       }
       last = lease->refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
@@ -389,7 +391,8 @@ inline void Workspace::recycle(Lease* const* leases, std::size_t count) noexcept
 void Workspace::recycle_arena() noexcept {
   recycle(ring_.begin(), ring_.size());
   ring_.drop_front(ring_.size());
-  offset_ = bump_end_ = 0;
+  offset_ = 0;
+  set_bump_room();
 }
 
 void Workspace::recycle_spills() noexcept {

@@ -74,22 +74,20 @@ struct Lease {
 // The arena's leases in the order they were handed out: pushed at the back,
 // recycled from the front. One buffer and two indices rather than a deque,
 // whose chunks would be allocated and freed as the ring turns (a steady
-// state must call no allocator, issue 13); its capacity stays. Popping the
+// state must call no allocator, issue 13); its capacity stays. Dropping the
 // last lease rewinds both indices, so a block_left arena (all pushed, then
-// all popped) always pushes from the start.
+// all dropped) always pushes from the start.
 class LeaseRing {
  public:
   LeaseRing() = default;
   LeaseRing(const LeaseRing&) = delete;
   LeaseRing& operator=(const LeaseRing&) = delete;
 
-  bool empty() const noexcept { return head_ == tail_; }
   std::size_t size() const noexcept { return tail_ - head_; }
   // push_unchecked may be called (it cannot allocate nor throw).
   bool has_room() const noexcept { return tail_ < capacity_; }
-  Lease* front() const noexcept { return leases_[head_]; }
-  void pop_front() noexcept { drop_front(1); }
-  void drop_front(std::size_t n) noexcept {  // n <= size()
+  // Recycling drops the oldest n at once (n <= size()).
+  void drop_front(std::size_t n) noexcept {
     head_ += n;
     if (head_ == tail_) head_ = tail_ = 0;
   }
@@ -181,7 +179,7 @@ class Workspace {
   Lease* spill(std::size_t bytes, std::size_t requested);
   bool learning() const noexcept;
   std::size_t sized(std::uint64_t bytes) const noexcept;
-  void recycle(Lease* const* leases, std::size_t count) noexcept;
+  void recycle(Lease* const* leases, std::size_t n) noexcept;
   void recycle_arena() noexcept;
   void recycle_spills() noexcept;
   void replace_block(std::size_t capacity);
@@ -202,10 +200,10 @@ class Workspace {
   bool retire_ = false;             // a recycled lease is still held: Note [Retired blocks]
   std::size_t pending_ = 0;         // arena size for the next cycle (0: keep)
   std::uint64_t cycle_bytes_ = 0, cycle_spilled_ = 0, max_cycle_bytes_ = 0;
-  // used_ only grows between recycling passes, so its peak is taken when a
-  // pass shrinks it (and by stats()), not on every lease: Note [Peak use].
   std::atomic<bool> open_{false};
   std::atomic<std::uint64_t> cycle_{0}, learned_{0};
+  // used_ only grows between recycling passes, so its peak is taken when a
+  // pass shrinks it (and by stats()), not on every lease: Note [Peak use].
   std::atomic<std::uint64_t> capacity_{0}, used_{0}, peak_used_{0}, spilled_bytes_{0}, cycles_{0},
       allocations_{0}, reallocations_{0};
 };
@@ -234,7 +232,7 @@ inline Lease* Workspace::allocate(std::size_t requested) {
   const std::size_t bytes = align_up(requested);
   Lease* l = free_;
   // See Note [Bump path] in workspace.cpp. bytes == 0 only when align_up
-  // wrapped (a request within 63 of SIZE_MAX): allocate_slow rejects it.
+  // wrapped (a request within 63 of SIZE_MAX): allocate_slow refuses it.
   if (bytes <= bump_end_ - offset_ && bytes != 0 && l && ring_.has_room()) [[likely]] {
     free_ = l->next_free;
     reset(l);

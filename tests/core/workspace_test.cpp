@@ -11,22 +11,17 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
+#include "core/host_mirror.hpp"
 #include "core/storage.hpp"
 #include "memory/allocator.hpp"
 #include "memory/workspace.hpp"
+#include "sim_gpu.hpp"
 #include "test_util.hpp"
 
 using namespace ndgc;
 namespace ws = ndgc::workspace;
 
 namespace {
-
-ws::Config small_arena(std::uint64_t bytes = 1 << 16) {
-  ws::Config cfg;
-  cfg.learning = ws::Learning::none;
-  cfg.initial_size = bytes;
-  return cfg;
-}
 
 struct Cleanup {
   ~Cleanup() { ws::destroy_all_for_this_thread(); }
@@ -56,13 +51,13 @@ TEST_CASE("use after recycle: ArrayClosed naming the workspace, its cycle, detac
   NDManager m = NDManager::new_base_manager("ws");
   NDArray kept, view;
   {
-    ws::Scope s = ws::activate(small_arena(), "LOOP");
+    ws::Scope s = ws::activate(test::fixed_arena(1 << 16), "LOOP");
     kept = m.ones({4, 4});
     view = kept.reshape({16});  // shares kept's storage
   }
   CHECK(view.sum().item<float>() == 16.0f);
   const std::size_t open_before = m.array_count();
-  ws::Scope s = ws::activate(small_arena(), "LOOP");
+  ws::Scope s = ws::activate(test::fixed_arena(1 << 16), "LOOP");
   std::string what = closed_message([&] { (void)kept.sum(); });
   check_names_workspace(what, "LOOP", 2);
   CHECK(what.find("created in cycle 1") != std::string::npos);
@@ -76,9 +71,9 @@ TEST_CASE("detach copies out with the right values; leverage_to copies into an e
   NDManager m = NDManager::new_base_manager("ws");
   NDArray out, up;
   {
-    ws::Scope outer = ws::activate(small_arena(), "OUTER");
+    ws::Scope outer = ws::activate(test::fixed_arena(1 << 16), "OUTER");
     {
-      ws::Scope inner = ws::activate(small_arena(), "INNER");
+      ws::Scope inner = ws::activate(test::fixed_arena(1 << 16), "INNER");
       NDArray t = m.arange(0, 10);
       out = ws::detach(t * 2.0f);
       up = ws::leverage_to(t + 1.0f, "OUTER");
@@ -93,7 +88,7 @@ TEST_CASE("detach copies out with the right values; leverage_to copies into an e
     // INNER's cycle ended and recycled nothing yet; OUTER's copy lives on.
     CHECK(up.to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
   }
-  { ws::Scope again = ws::activate(small_arena(), "OUTER"); }
+  { ws::Scope again = ws::activate(test::fixed_arena(1 << 16), "OUTER"); }
   CHECK_THROWS_AS((void)up.sum(), ArrayClosed);
   ws::destroy_all_for_this_thread();
   CHECK(out.to_vector<float>() == std::vector<float>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18});
@@ -107,7 +102,7 @@ TEST_CASE("destroy with live handles closes the arrays; accounting returns to ze
   NDArray a;
   NDList list;
   {
-    ws::Scope s = ws::activate(small_arena(4096), "D");
+    ws::Scope s = ws::activate(test::fixed_arena(4096), "D");
     a = m.ones({8});
     list.push_back(m.zeros({2}));
     list.push_back(a.get("1:3"));
@@ -125,14 +120,14 @@ TEST_CASE("an array handed to another thread is closed at its cycle's end there 
   NDManager m = NDManager::new_base_manager("ws");
   NDArray shared;
   {
-    ws::Scope s = ws::activate(small_arena(), "T");
+    ws::Scope s = ws::activate(test::fixed_arena(1 << 16), "T");
     shared = m.full({32}, 3.0f);
   }
   std::string seen;
   std::thread before([&] { seen = std::to_string(shared.sum().item<float>()); });
   before.join();
   CHECK(seen == std::to_string(96.0f));
-  { ws::Scope s = ws::activate(small_arena(), "T"); }
+  { ws::Scope s = ws::activate(test::fixed_arena(1 << 16), "T"); }
   std::thread after([&] { seen = closed_message([&] { (void)shared.sum(); }); });
   after.join();
   check_names_workspace(seen, "T", 2);
@@ -168,7 +163,7 @@ TEST_CASE("a reader on another thread sees its array's values or ArrayClosed, ne
   // Until the reader has read (or been refused) enough times, so that reads
   // overlap cycle ends.
   for (int c = 0; reads.load() + closed.load() < kReads && c < 1000000; ++c) {
-    ws::Scope s = ws::activate(small_arena(), "HOT");
+    ws::Scope s = ws::activate(test::fixed_arena(1 << 16), "HOT");
     NDArray a = m.full({1024}, double(c));
     std::lock_guard lock(mu);
     current = a;
@@ -184,7 +179,7 @@ TEST_CASE("a reader on another thread sees its array's values or ArrayClosed, ne
 TEST_CASE("closing the manager closes its workspace arrays early; their bytes return at the cycle's end") {
   Cleanup cleanup;
   NDManager outer = NDManager::new_base_manager("keep");
-  ws::Scope s = ws::activate(small_arena(4096), "M");
+  ws::Scope s = ws::activate(test::fixed_arena(4096), "M");
   NDArray a;
   {
     NDManager m = NDManager::new_base_manager("step");
@@ -202,7 +197,7 @@ TEST_CASE("auto-close closes orphaned workspace arrays early, as anywhere else")
   Cleanup cleanup;
   test::AutoClose on(true);
   NDManager m = NDManager::new_base_manager("ws");
-  ws::Scope s = ws::activate(small_arena(4096), "AC");
+  ws::Scope s = ws::activate(test::fixed_arena(4096), "AC");
   const std::uint64_t open_before = m.array_count();
   { NDArray orphan = m.ones({16}) + 1.0f; }
   gc::poll();
@@ -264,7 +259,7 @@ TEST_CASE("a thread that ends with its workspaces still there: they are destroye
   const std::uint64_t base = test::host_bytes();
   NDArray left;
   std::thread t([&] {
-    { ws::Scope s = ws::activate(small_arena(4096), "EXITING"); left = m.ones({8}); }
+    { ws::Scope s = ws::activate(test::fixed_arena(4096), "EXITING"); left = m.ones({8}); }
   });
   t.join();
   std::string what = closed_message([&] { (void)left.sum(); });
@@ -278,7 +273,7 @@ TEST_CASE("a workspace Storage lives in its lease record, which outlives it and 
   Cleanup cleanup;
   void* first = nullptr;
   for (int cycle = 1; cycle <= 2; ++cycle) {
-    ws::Scope s = ws::activate(small_arena(), "RECORDS");
+    ws::Scope s = ws::activate(test::fixed_arena(1 << 16), "RECORDS");
     detail::Storage* st = detail::Storage::allocate(Device::cpu(), 256);
     memory::Lease* lease = st->lease();
     REQUIRE(lease != nullptr);
@@ -299,4 +294,23 @@ TEST_CASE("a workspace Storage lives in its lease record, which outlives it and 
   detail::Storage* plain = detail::Storage::allocate(Device::cpu(), 256);
   CHECK(plain->lease() == nullptr);
   CHECK(plain->release() == 256);
+}
+
+TEST_CASE("a workspace Storage on a GPU with a host mirror: its release frees the mirror, then ends the lease") {
+  // Storage::release's general case (release_last) for a Storage in a lease.
+  test::SimGpu gpu;
+  Cleanup cleanup;
+  ws::Config cfg = test::fixed_arena(1 << 16);
+  cfg.device = Device::gpu(0);
+  const std::uint64_t mirrors = memory::stats(Device::gpu(0)).host_mirror_bytes;
+  ws::Scope s = ws::activate(cfg, "MIRRORED");
+  detail::Storage* st = detail::Storage::allocate(Device::gpu(0), 256);
+  memory::Lease* lease = st->lease();
+  REQUIRE(lease != nullptr);
+  (void)st->host_mirror().buffer();
+  CHECK(memory::stats(Device::gpu(0)).host_mirror_bytes == mirrors + 256);
+  CHECK(st->release() == 256);
+  CHECK(memory::stats(Device::gpu(0)).host_mirror_bytes == mirrors);
+  CHECK(lease->refs.load() == 1);  // the storage's unit is gone; the workspace's remains
+  CHECK(s.stats().used == 256);     // its bytes come back when the workspace recycles the lease
 }

@@ -141,9 +141,7 @@ TEST_CASE("dump in JSON writes the same tree") {
 }
 
 TEST_CASE("the whole-tree dump ends with the workspaces: name, thread, cycle, capacity, used, spilled") {
-  ndgc::workspace::Config cfg;
-  cfg.learning = ndgc::workspace::Learning::none;
-  cfg.initial_size = 1024;
+  const ndgc::workspace::Config cfg = ndgc::test::fixed_arena(1024);
   ndgc::NDManager m = ndgc::NDManager::new_base_manager("dumped");
   {
     ndgc::workspace::Scope s = ndgc::workspace::activate(cfg, "DUMPED_WS");

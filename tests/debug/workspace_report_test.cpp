@@ -21,13 +21,6 @@ const debug::ArrayRecord* find(const debug::Snapshot& s, const Uuid& id) {
   return nullptr;
 }
 
-workspace::Config fixed(std::uint64_t bytes) {
-  workspace::Config cfg;
-  cfg.learning = workspace::Learning::none;
-  cfg.initial_size = bytes;
-  return cfg;
-}
-
 }  // namespace
 
 TEST_CASE("a snapshot tags the arrays a workspace holds and lists the workspaces") {
@@ -36,7 +29,7 @@ TEST_CASE("a snapshot tags the arrays a workspace holds and lists the workspaces
   debug::Snapshot s;
   Uuid in_arena, spilled, view, bypass;
   {
-    workspace::Scope ws = workspace::activate(fixed(1024), "SNAP_WS");
+    workspace::Scope ws = workspace::activate(test::fixed_arena(1024), "SNAP_WS");
     NDArray a = m.ones({16});
     NDArray big = m.ones({1024});  // 4 KiB: spills to ordinary memory, still the workspace's
     NDArray v = a.reshape({4, 4});
@@ -118,7 +111,7 @@ TEST_CASE("Snapshot::from_json: a bad workspace tag is a DataError naming the fi
   NDManager m = NDManager::new_base_manager("ws-json");
   std::string json;
   {
-    workspace::Scope ws = workspace::activate(fixed(1024), "JSON_WS");
+    workspace::Scope ws = workspace::activate(test::fixed_arena(1024), "JSON_WS");
     NDArray a = m.ones({4});
     debug::Snapshot s = debug::snapshot();
     // Keep only this test's array and workspace, so the row indices are known.
@@ -155,7 +148,7 @@ TEST_CASE("diff: arrays a workspace holds are grouped apart from manager memory"
   NDManager m = NDManager::new_base_manager("ws-diff");
   const debug::Snapshot before = debug::snapshot();
   NDArray kept_by_manager = m.ones({32}); const int manager_line = __LINE__;
-  workspace::Scope ws = workspace::activate(fixed(4096), "DIFF_WS");
+  workspace::Scope ws = workspace::activate(test::fixed_arena(4096), "DIFF_WS");
   NDArray in_ws = m.ones({32}); const int ws_line = __LINE__;
   const debug::Diff d = debug::diff(before, debug::snapshot());
   ws.close();
@@ -193,7 +186,7 @@ TEST_CASE("diff: arrays a workspace holds are grouped apart from manager memory"
 TEST_CASE("the whole-tree dump carries the workspaces in JSON; one manager's dump does not") {
   NDManager m = NDManager::new_base_manager("ws-dump");
   {
-    workspace::Scope ws = workspace::activate(fixed(2048), "DUMP_JSON_WS");
+    workspace::Scope ws = workspace::activate(test::fixed_arena(2048), "DUMP_JSON_WS");
     (void)m.ones({8});
   }
   std::ostringstream out;
@@ -218,7 +211,7 @@ TEST_CASE("memory::stats sums the workspaces of its device: capacity, in use, sp
   const memory::Stats base = memory::stats(Device::cpu());
   NDManager m = NDManager::new_base_manager("ws-stats");
   {
-    workspace::Scope ws = workspace::activate(fixed(4096), "STATS_WS");
+    workspace::Scope ws = workspace::activate(test::fixed_arena(4096), "STATS_WS");
     NDArray a = m.ones({64});    // 256 B in the arena
     NDArray b = m.ones({2048});  // 8 KiB: spills
     const memory::Stats in = memory::stats(Device::cpu());

@@ -38,14 +38,6 @@ const void* data_of(const NDArray& a) {
   return p->data();
 }
 
-// No learning: an arena of `bytes` from the first cycle.
-ws::Config fixed_arena(std::uint64_t bytes) {
-  ws::Config cfg;
-  cfg.learning = ws::Learning::none;
-  cfg.initial_size = bytes;
-  return cfg;
-}
-
 // Destroys the workspaces this test made even when a check fails.
 struct Cleanup {
   ~Cleanup() { ws::destroy_all_for_this_thread(); }
@@ -102,7 +94,7 @@ TEST_CASE("learning none: initial_size from the start; what does not fit spills 
   Cleanup cleanup;
   NDManager m = NDManager::new_base_manager("ws");
   const std::uint64_t base = test::host_bytes();
-  ws::Config cfg = fixed_arena(1024);
+  ws::Config cfg = test::fixed_arena(1024);
   {
     ws::Scope scope = ws::activate(cfg, "N");
     CHECK(scope.stats().capacity == 1024);
@@ -123,7 +115,7 @@ TEST_CASE("learning none: initial_size from the start; what does not fit spills 
 TEST_CASE("Spill::fail: OutOfMemory naming the workspace, its cycle and what to try") {
   Cleanup cleanup;
   NDManager m = NDManager::new_base_manager("ws");
-  ws::Config cfg = fixed_arena(512);
+  ws::Config cfg = test::fixed_arena(512);
   cfg.spill = ws::Spill::fail;
   ws::Scope scope = ws::activate(cfg, "TIGHT");
   NDArray a = m.ones({64});  // 256 B
@@ -159,7 +151,7 @@ TEST_CASE("Spill::reallocate: the arena grows at the next cycle to fit the last 
   Cleanup cleanup;
   NDManager m = NDManager::new_base_manager("ws");
   const std::uint64_t base = test::host_bytes();
-  ws::Config cfg = fixed_arena(256);
+  ws::Config cfg = test::fixed_arena(256);
   cfg.spill = ws::Spill::reallocate;
   cfg.allocation = ws::Allocation::strict;
   ws::Stats s1 = run_cycle(cfg, "R", m, {64, 64});  // 256 + 256: the second spills
@@ -203,7 +195,7 @@ TEST_CASE("max_size caps the learned arena; the rest spills") {
 TEST_CASE("block_left: each cycle starts at offset 0 and closes the last cycle's arrays") {
   Cleanup cleanup;
   NDManager m = NDManager::new_base_manager("ws");
-  ws::Config cfg = fixed_arena(4096);
+  ws::Config cfg = test::fixed_arena(4096);
   NDArray old;
   const void* first = nullptr;
   {
@@ -222,7 +214,7 @@ TEST_CASE("block_left: each cycle starts at offset 0 and closes the last cycle's
 TEST_CASE("end_of_buffer: arrays stay valid across cycles until the ring wraps over them") {
   Cleanup cleanup;
   NDManager m = NDManager::new_base_manager("ws");
-  ws::Config cfg = fixed_arena(1024);  // four 256-byte arrays
+  ws::Config cfg = test::fixed_arena(1024);  // four 256-byte arrays
   cfg.reset = ws::Reset::end_of_buffer;
   std::vector<NDArray> arrays;
   for (int c = 0; c < 3; ++c) {
@@ -245,7 +237,7 @@ TEST_CASE("end_of_buffer: arrays stay valid across cycles until the ring wraps o
 TEST_CASE("end_of_buffer: a cycle never wraps over its own arrays; it spills instead") {
   Cleanup cleanup;
   NDManager m = NDManager::new_base_manager("ws");
-  ws::Config cfg = fixed_arena(512);
+  ws::Config cfg = test::fixed_arena(512);
   cfg.reset = ws::Reset::end_of_buffer;
   ws::Scope scope = ws::activate(cfg, "RING");
   NDArray a = m.full({64}, 1.0f), b = m.full({64}, 2.0f);
@@ -259,7 +251,7 @@ TEST_CASE("end_of_buffer: a cycle never wraps over its own arrays; it spills ins
 TEST_CASE("end_of_buffer × reallocate: a spill grows the ring at the next cycle, closing the old ring's arrays") {
   Cleanup cleanup;
   NDManager m = NDManager::new_base_manager("ws");
-  ws::Config cfg = fixed_arena(256);
+  ws::Config cfg = test::fixed_arena(256);
   cfg.reset = ws::Reset::end_of_buffer;
   cfg.spill = ws::Spill::reallocate;
   cfg.allocation = ws::Allocation::strict;
@@ -281,7 +273,7 @@ TEST_CASE("Location::mmap: the arena is a file while the workspace lives; destro
   const std::uint64_t base = test::host_bytes();
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "ndgc-ws-test";
   std::filesystem::create_directories(dir);
-  ws::Config cfg = fixed_arena(1 << 16);
+  ws::Config cfg = test::fixed_arena(1 << 16);
   cfg.location = ws::Location::mmap;
   cfg.mmap_path = dir.string();
   {
@@ -300,7 +292,7 @@ TEST_CASE("Location::mmap: the arena is a file while the workspace lives; destro
 
 TEST_CASE("Location::mmap to a file that cannot be created: WorkspaceError naming the file") {
   Cleanup cleanup;
-  ws::Config cfg = fixed_arena(4096);
+  ws::Config cfg = test::fixed_arena(4096);
   cfg.location = ws::Location::mmap;
   cfg.mmap_path = "/nonexistent-dir/arena.bin";
   try {
@@ -315,7 +307,7 @@ TEST_CASE("an arena counts against the memory limit: OutOfMemory names the works
   Cleanup cleanup;
   const std::uint64_t old = memory::limit(Device::cpu());
   memory::set_limit(Device::cpu(), test::host_bytes() + (1 << 20));
-  ws::Config cfg = fixed_arena(4 << 20);
+  ws::Config cfg = test::fixed_arena(4 << 20);
   try {
     ws::Scope scope = ws::activate(cfg, "HUGE");
     FAIL("expected OutOfMemory");
@@ -326,7 +318,7 @@ TEST_CASE("an arena counts against the memory limit: OutOfMemory names the works
 }
 
 TEST_CASE("leases are 64-byte aligned, bumped in order and counted") {
-  ws::Config cfg = fixed_arena(4096);
+  ws::Config cfg = test::fixed_arena(4096);
   memory::Workspace w(cfg, "raw", 0);
   w.begin_cycle();
   memory::Lease* a = w.allocate(1);
@@ -350,7 +342,7 @@ TEST_CASE("the inline bump and the general path keep the same books") {
   // block_left with pooled records takes the inline bump (Note [Bump path]);
   // a fresh pool (cycle 1) and end_of_buffer take allocate_slow. Same sizes,
   // same offsets and statistics.
-  ws::Config cfg = fixed_arena(4096);
+  ws::Config cfg = test::fixed_arena(4096);
   ws::Config ring_cfg = cfg;
   ring_cfg.reset = ws::Reset::end_of_buffer;
   memory::Workspace bump(cfg, "bump", 0), general(ring_cfg, "general", 0);
@@ -397,7 +389,7 @@ TEST_CASE("the inline bump and the general path keep the same books") {
 }
 
 TEST_CASE("bump_room: the inline bump is open only while no policy has a say") {
-  ws::Config cfg = fixed_arena(4096);
+  ws::Config cfg = test::fixed_arena(4096);
   memory::Workspace w(cfg, "room", 0);
   CHECK(w.bump_room() == 0);  // not open yet
   w.begin_cycle();
@@ -440,7 +432,7 @@ TEST_CASE("peak_used keeps the largest use across the passes that shrink used, s
   // Note [Peak use]: a lease only adds to used; a recycling pass raises the
   // peak before it subtracts. A reader on another thread never sees the peak
   // fall or fall below used.
-  ws::Config cfg = fixed_arena(64 * 64);
+  ws::Config cfg = test::fixed_arena(64 * 64);
   memory::Workspace w(cfg, "peak", 0);
   std::atomic<bool> done{false};
   std::atomic<int> bad{0};
@@ -487,13 +479,14 @@ TEST_CASE("peak_used keeps the largest use across the passes that shrink used, s
 }
 
 TEST_CASE("a lease no memory could hold: OutOfMemory naming the workspace, its books intact") {
-  ws::Config cfg = fixed_arena(4096);
+  ws::Config cfg = test::fixed_arena(4096);
   memory::Workspace w(cfg, "huge", 0);
   w.begin_cycle();
   memory::Lease* a = w.allocate(64);
   const ws::Stats before = w.stats();
-  // Within 63 of SIZE_MAX the 64-byte alignment wraps to a small size; above
-  // PTRDIFF_MAX the spill's allocator refuses. Neither may hand out a lease.
+  // Above the allocators' bound (PTRDIFF_MAX), and within 63 of SIZE_MAX
+  // where the 64-byte alignment would wrap to a small size, the workspace
+  // refuses before it aligns, places or spills anything.
   for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 62, SIZE_MAX - 63, std::size_t(PTRDIFF_MAX) + 1}) {
     CAPTURE(bytes);
     try {
@@ -501,7 +494,9 @@ TEST_CASE("a lease no memory could hold: OutOfMemory naming the workspace, its b
       FAIL("expected OutOfMemory");
     } catch (const OutOfMemory& e) {
       CHECK(e.requested() == bytes);
-      CHECK(std::string(e.what()).find("workspace 'huge'") != std::string::npos);
+      const std::string what = e.what();
+      CHECK(what.find("workspace 'huge'") != std::string::npos);
+      CHECK(what.find("more than any allocator can serve") != std::string::npos);
     }
   }
   CHECK(w.stats().allocations == before.allocations);
@@ -516,7 +511,7 @@ TEST_CASE("a lease no memory could hold: OutOfMemory naming the workspace, its b
 
 TEST_CASE("the same name on two threads is two workspaces") {
   Cleanup cleanup;
-  ws::Config cfg = fixed_arena(1024);
+  ws::Config cfg = test::fixed_arena(1024);
   ws::Scope mine = ws::activate(cfg, "SAME");
   std::uint64_t other_thread_caps = 0;
   std::thread t([&] {
@@ -566,7 +561,7 @@ TEST_CASE("misuse: WorkspaceError for out-of-order close, destroy while open, ac
 TEST_CASE("nesting and ScopeOut pick where storage comes from") {
   Cleanup cleanup;
   NDManager m = NDManager::new_base_manager("ws");
-  ws::Config cfg = fixed_arena(4096);
+  ws::Config cfg = test::fixed_arena(4096);
   ws::Scope outer = ws::activate(cfg, "O");
   (void)m.ones({4});
   {
@@ -589,6 +584,7 @@ TEST_CASE("nesting and ScopeOut pick where storage comes from") {
 }
 
 TEST_CASE("LeaseRing: first in, first out, like a deque, through cycles and a rolling window") {
+  // Recycling drops the oldest n at once: a wrap some, a new cycle all.
   memory::LeaseRing ring;
   std::deque<memory::Lease*> model;
   std::deque<memory::Lease> records;
@@ -602,29 +598,31 @@ TEST_CASE("LeaseRing: first in, first out, like a deque, through cycles and a ro
       ring.push_back(l);
       model.push_back(l);
     } else {
-      REQUIRE(ring.front() == model.front());
-      ring.pop_front();
-      model.pop_front();
+      const std::size_t n = 1 + rng() % model.size();
+      ring.drop_front(n);
+      model.erase(model.begin(), model.begin() + std::ptrdiff_t(n));
     }
-    REQUIRE(ring.empty() == model.empty());
+    REQUIRE(ring.size() == model.size());
     REQUIRE(std::equal(ring.begin(), ring.end(), model.begin(), model.end()));
   }
-  // Cycles of 40 pushes then 40 pops (block_left) and a rolling window (end_of_buffer).
-  while (!ring.empty()) ring.pop_front();
+  // Cycles of 40 pushes then all dropped (block_left): each cycle pushes from the start.
+  ring.drop_front(ring.size());
+  memory::Lease* const* start = nullptr;
   for (int cycle = 0; cycle < 100; ++cycle) {
     for (int i = 0; i < 40; ++i) ring.push_back(leases[std::size_t(i)]);
-    for (int i = 0; i < 40; ++i) {
-      REQUIRE(ring.front() == leases[std::size_t(i)]);
-      ring.pop_front();
-    }
+    REQUIRE(std::equal(ring.begin(), ring.end(), leases.begin(), leases.begin() + 40));
+    if (cycle == 0) start = ring.begin();
+    REQUIRE(ring.begin() == start);  // rewound, and the buffer stays: no growth in a steady state
+    ring.drop_front(ring.size());
+    REQUIRE(ring.begin() == ring.end());
   }
-  CHECK(ring.empty());
+  // A rolling window of 30 (end_of_buffer).
   for (int i = 0; i < 10000; ++i) {
     ring.push_back(leases[std::size_t(i % 64)]);
     if (i >= 30) {
-      REQUIRE(ring.front() == leases[std::size_t((i - 30) % 64)]);
-      ring.pop_front();
+      REQUIRE(*ring.begin() == leases[std::size_t((i - 30) % 64)]);
+      ring.drop_front(1);
     }
   }
-  CHECK(std::distance(ring.begin(), ring.end()) == 30);
+  CHECK(ring.size() == 30);
 }
