@@ -636,13 +636,24 @@ TEST_CASE("ndgc-train --compare --leak model: growth off, flat on, the leaking l
         // Auto-close off: the leaked results that took storage sit in the
         // step's arena and close when the next step recycles it; the views of
         // gradients (flatten) take none, so they stay in the model's manager
-        // and are what still grows, all at a LEAK line.
+        // and are what still grows: the second LEAK line only, with no bytes.
         REQUIRE(r.workspace);
         CHECK(r.workspace->capacity > 0);
         CHECK(r.workspace->cycles > 0);
         CHECK(r.epochs.back().reclaimed == 0);
         REQUIRE(r.growth);
-        for (const debug::DiffGroup& g : r.growth->groups) CHECK(g.site.file.ends_with("leak.cpp"));
+        REQUIRE_FALSE(r.growth->groups.empty());
+        const std::vector<int> lines = leak_lines();
+        REQUIRE(lines.size() == 2);
+        for (const debug::DiffGroup& g : r.growth->groups) {
+          CHECK(g.site.file.ends_with("leak.cpp"));
+          CHECK(int(g.site.line) == lines[1]);
+          CHECK(g.array_growth() > 0);
+          CHECK(g.byte_growth() == 0);
+        }
+        // Fewer arrays pile up than with auto-close off: the results closed.
+        for (const RunResult& off : runs)
+          if (off.config == "off") CHECK(r.epochs.back().live_arrays < off.epochs.back().live_arrays);
       } else {
         CHECK(r.epochs.back().live_arrays == r.epochs[1].live_arrays);
         CHECK(r.epochs.back().reclaimed > 0);
