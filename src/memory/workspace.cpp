@@ -195,7 +195,9 @@ void LeaseRing::make_room() {
 // offset); otherwise it is the offset itself (no room), and every lease
 // takes allocate_slow: end_of_buffer (which must recycle what lies ahead),
 // learning, spills, Spill::fail, the first leases of a fresh pool. An end
-// rather than a room, so a bump stores only the offset. set_bump_room() is
+// rather than a room, so a bump stores only the offset. Both are multiples of
+// kAlignment (every capacity is sized so), and the inline test compares the
+// request itself with the room. set_bump_room() is
 // the end's only writer, called after every change of the offset or of those
 // conditions outside the bump, so the end is never below the offset. Both
 // paths do the same bookkeeping; the tests run both (workspace_test.cpp).
@@ -216,11 +218,11 @@ Lease* Workspace::new_lease() {
 }
 
 Lease* Workspace::allocate_slow(std::size_t requested) {
-  // The allocators' bound, checked before align_up, which would wrap near SIZE_MAX.
-  if (requested > kMaxAllocationBytes)
+  // Before align_up, which would wrap near SIZE_MAX or pass the allocators' bound.
+  if (requested > kMaxLease)
     throw OutOfMemory(fmt::format("OutOfMemory: {} cannot lease {} bytes in cycle {}: more than any allocator "
                                   "can serve (at most {} bytes)",
-                                  describe(), requested, cycle(), kMaxAllocationBytes),
+                                  describe(), requested, cycle(), kMaxLease),
                       requested, capacity_.load(std::memory_order_relaxed), used_.load(std::memory_order_relaxed));
   const std::size_t bytes = align_up(requested);
   const bool learn = learning();

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "memory/allocator.hpp"
 #include "memory/arena_block.hpp"
 #include "ndgc/device.hpp"
 #include "ndgc/workspace.hpp"
@@ -159,6 +160,10 @@ class Workspace {
 
  private:
   static std::size_t align_up(std::size_t bytes) noexcept { return (bytes + kAlignment - 1) & ~(kAlignment - 1); }
+  // The largest lease: the allocators' bound rounded down to the alignment,
+  // so that align_up of a request within it neither wraps nor passes the
+  // bound (allocate_slow refuses the rest).
+  static constexpr std::size_t kMaxLease = kMaxAllocationBytes / kAlignment * kAlignment;
   // The statistics counters have one writer, the workspace's thread (other
   // threads only read them, relaxed): a load and a store, not a locked add.
   static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) noexcept {
@@ -229,11 +234,11 @@ inline void Workspace::count(std::size_t bytes) noexcept {
 }
 
 inline Lease* Workspace::allocate(std::size_t requested) {
-  const std::size_t bytes = align_up(requested);
   Lease* l = free_;
-  // See Note [Bump path] in workspace.cpp. bytes == 0 only when align_up
-  // wrapped (a request within 63 of SIZE_MAX): allocate_slow refuses it.
-  if (bytes <= bump_end_ - offset_ && bytes != 0 && l && ring_.has_room()) [[likely]] {
+  // See Note [Bump path] in workspace.cpp. The room is a multiple of
+  // kAlignment, so a request fits exactly when its aligned size does.
+  if (requested <= bump_end_ - offset_ && l && ring_.has_room()) [[likely]] {
+    const std::size_t bytes = align_up(requested);
     free_ = l->next_free;
     reset(l);
     place(l, offset_, bytes);

@@ -428,6 +428,29 @@ TEST_CASE("bump_room: the inline bump is open only while no policy has a say") {
   l.end_cycle();
 }
 
+TEST_CASE("the inline bump takes a request exactly when its 64-byte-aligned size fits") {
+  // Capacities are multiples of the alignment (1000 B configured: 960), so
+  // the inline test compares the request itself with the room.
+  memory::Workspace w(test::fixed_arena(1000), "exact", 0);
+  for (int cycle = 1; cycle <= 2; ++cycle) {  // cycle 2 has pooled records: the inline bump
+    CAPTURE(cycle);
+    w.begin_cycle();
+    CHECK(w.bump_room() == 960);
+    memory::Lease* a = w.allocate(1);
+    CHECK(w.bump_room() == 896);
+    memory::Lease* over = w.allocate(897);  // 960 aligned: spills
+    CHECK(over->block == nullptr);
+    CHECK(w.bump_room() == 896);
+    memory::Lease* exact = w.allocate(896);  // fills the arena
+    CHECK(exact->block != nullptr);
+    CHECK(exact->data == a->data + 64);
+    CHECK(w.bump_room() == 0);
+    for (memory::Lease* l : {a, over, exact}) memory::Workspace::release(l);
+    w.end_cycle();
+  }
+  CHECK(w.stats().allocations == 6);
+}
+
 TEST_CASE("peak_used keeps the largest use across the passes that shrink used, seen from any thread") {
   // Note [Peak use]: a lease only adds to used; a recycling pass raises the
   // peak before it subtracts. A reader on another thread never sees the peak
@@ -484,10 +507,12 @@ TEST_CASE("a lease no memory could hold: OutOfMemory naming the workspace, its b
   w.begin_cycle();
   memory::Lease* a = w.allocate(64);
   const ws::Stats before = w.stats();
-  // Above the allocators' bound (PTRDIFF_MAX), and within 63 of SIZE_MAX
-  // where the 64-byte alignment would wrap to a small size, the workspace
-  // refuses before it aligns, places or spills anything.
-  for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 62, SIZE_MAX - 63, std::size_t(PTRDIFF_MAX) + 1}) {
+  // Above the allocators' bound (PTRDIFF_MAX), within 63 of SIZE_MAX where
+  // the 64-byte alignment would wrap to a small size, and within 63 below
+  // the bound where it would pass it, the workspace refuses with its own
+  // message before it aligns, places or spills anything.
+  const std::size_t bound = PTRDIFF_MAX;
+  for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 62, SIZE_MAX - 63, bound + 1, bound, bound - 62}) {
     CAPTURE(bytes);
     try {
       (void)w.allocate(bytes);
@@ -496,6 +521,7 @@ TEST_CASE("a lease no memory could hold: OutOfMemory naming the workspace, its b
       CHECK(e.requested() == bytes);
       const std::string what = e.what();
       CHECK(what.find("workspace 'huge'") != std::string::npos);
+      CHECK(what.find("cannot lease") != std::string::npos);
       CHECK(what.find("more than any allocator can serve") != std::string::npos);
     }
   }
