@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -652,8 +653,9 @@ TEST_CASE("ndgc-train --compare --leak model: growth off, flat on, the leaking l
           CHECK(g.byte_growth() == 0);
         }
         // Fewer arrays pile up than with auto-close off: the results closed.
-        for (const RunResult& off : runs)
-          if (off.config == "off") CHECK(r.epochs.back().live_arrays < off.epochs.back().live_arrays);
+        const auto off = std::find_if(runs.begin(), runs.end(), [](const RunResult& o) { return o.config == "off"; });
+        REQUIRE(off != runs.end());
+        CHECK(r.epochs.back().live_arrays < off->epochs.back().live_arrays);
       } else {
         CHECK(r.epochs.back().live_arrays == r.epochs[1].live_arrays);
         CHECK(r.epochs.back().reclaimed > 0);
