@@ -127,8 +127,9 @@ class Workspace {
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
 
-  // A lease of at least `bytes` (> 0). Throws OutOfMemory (Spill::fail, or
-  // ordinary memory over a limit) naming the workspace. Inline: the bump.
+  // A lease of at least `bytes` (> 0). Throws OutOfMemory (more than
+  // kMaxLease, Spill::fail, or ordinary memory over a limit) naming the
+  // workspace. Inline: the bump.
   Lease* allocate(std::size_t bytes);
   // From the storage, on any thread: its bytes go back (spills: to the
   // allocator). Inline: the storage's unit, while the workspace holds its own.
