@@ -69,7 +69,14 @@ UniqueEvent make_event(bool timing) {
 int device_count() noexcept { return probe().count; }
 std::string why_no_device() noexcept { return probe().why; }
 
+namespace {
+thread_local std::array<cudaStream_t, kMaxGpus> t_capture_stream{};  // see Note [Capture stream]
+}  // namespace
+
+bool capturing(int device) noexcept { return t_capture_stream[std::size_t(device)] != nullptr; }
+
 cudaStream_t stream(int device) {
+  if (cudaStream_t s = t_capture_stream[std::size_t(device)]) return s;
   std::call_once(g_stream_once[std::size_t(device)], [device] {
     int previous = 0;
     CUDA_CHECK(cudaGetDevice(&previous));
@@ -118,8 +125,60 @@ ThreadState& thread_state(int device) {
 
 cublasHandle_t blas(int device) {
   cublasHandle_t h = thread_state(device).blas.get();
+  CUBLAS_CHECK(cublasSetStream(h, stream(device)));  // the capture stream while this thread captures
   CUBLAS_CHECK(cublasSetMathMode(h, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   return h;
+}
+
+// Note [Capture stream]
+// The capture stream waits for an event recorded on the device's stream
+// before the capture begins, so the graph's first launch (always queued on
+// the device's stream) and the capture itself come after everything queued
+// there. The capture is "relaxed": the caching allocator may cudaMalloc a
+// segment for the graph's private pool in the middle of it, which the
+// stricter modes forbid. Anything that synchronises the capture stream
+// (a host read) invalidates the capture; the engine refuses those first.
+void begin_stream_capture(int device) {
+  ThreadState& t = thread_state(device);
+  if (t.capturing) throw InvalidArgument(fmt::format("DeviceGraph::capture: this thread is already capturing on gpu({})", device));
+  select(device);
+  if (!t.capture) {
+    cudaStream_t s = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    t.capture.reset(s);
+  }
+  UniqueEvent ready = make_event();
+  CUDA_CHECK(cudaEventRecord(ready.get(), stream(device)));
+  CUDA_CHECK(cudaStreamWaitEvent(t.capture.get(), ready.get(), 0));
+  CUDA_CHECK(cudaStreamBeginCapture(t.capture.get(), cudaStreamCaptureModeRelaxed));
+  t.capturing = t.capture.get();
+  t_capture_stream[std::size_t(device)] = t.capturing;
+}
+
+cudaGraphExec_t end_stream_capture(int device) {
+  ThreadState& t = thread_state(device);
+  cudaStream_t s = t.capturing;
+  t.capturing = nullptr;
+  t_capture_stream[std::size_t(device)] = nullptr;
+  if (!s) throw InvalidArgument(fmt::format("DeviceGraph::capture: no capture is open on gpu({}) in this thread", device));
+  cudaGraph_t graph = nullptr;
+  cudaError_t status = cudaStreamEndCapture(s, &graph);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    if (graph) cudaGraphDestroy(graph);
+    throw InvalidArgument(fmt::format("DeviceGraph::capture: the capture on gpu({}) failed: {} (an operation that "
+                                      "cannot be captured ran during it)",
+                                      device, cudaGetErrorString(status)));
+  }
+  cudaGraphExec_t exec = nullptr;
+  status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw InvalidArgument(fmt::format("DeviceGraph::capture: instantiating the graph on gpu({}) failed: {}", device,
+                                      cudaGetErrorString(status)));
+  }
+  return exec;
 }
 
 void* staging(int device, std::size_t bytes) {
@@ -148,6 +207,7 @@ std::int64_t* reset_error_slot(int device) {
 
 bool read_error_slot(int device, std::int64_t& value) {
   ThreadState& t = thread_state(device);
+  if (t.capturing) return false;  // a host read would end the capture: Note [Unchecked in a graph]
   auto* host = static_cast<std::int64_t*>(t.error_host.get());
   CUDA_CHECK(cudaMemcpyAsync(host, t.error_slot.get(), 2 * sizeof(std::int64_t), cudaMemcpyDeviceToHost, stream(device)));
   CUDA_CHECK(cudaStreamSynchronize(stream(device)));

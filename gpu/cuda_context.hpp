@@ -64,7 +64,19 @@ std::string why_no_device() noexcept;
 // event either (the caching allocator's record_event still gets one). Graph
 // capture (issue 14) also wants a single stream per step. Streams live for the
 // process: destroying one after main() returns races the driver's shutdown.
+// The stream this thread's work on `device` goes to: the device's one
+// stream (Note [One stream per device]), or while this thread captures a
+// graph, its capture stream.
 cudaStream_t stream(int device);
+
+// Note [Capture stream]: a graph is captured on a stream of the capturing
+// thread's, so work other threads queue meanwhile (a prefetching thread's
+// batch copies) runs as ever instead of joining the graph.
+void begin_stream_capture(int device);
+// Ends this thread's capture on `device`; throws InvalidArgument when the
+// capture was invalidated (an operation that cannot be captured ran).
+cudaGraphExec_t end_stream_capture(int device);
+bool capturing(int device) noexcept;  // this thread, on `device`
 
 // The device holding `ptr` (0 when there is only one; cudaPointerGetAttributes otherwise).
 int device_of(const void* ptr);
@@ -73,12 +85,14 @@ void select(int device);
 
 // ---- per-thread state (one per device per thread) ---------------------------------
 struct ThreadState {
-  UniqueCublas blas;              // bound to stream(device)
+  UniqueCublas blas;              // set to stream(device) by blas()
   UniquePinned staging;           // pinned host buffer for to_host/from_host
   std::size_t staging_bytes = 0;
   UniqueEvent staging_free;       // recorded after the last copy out of `staging`
   UniqueDeviceMemory error_slot;  // device: [flag, value] written by kernels that validate
   UniquePinned error_host;             // pinned copy of the slot
+  UniqueStream capture;           // made at the first capture
+  cudaStream_t capturing = nullptr;  // `capture` while a capture is open
 };
 ThreadState& thread_state(int device);
 cublasHandle_t blas(int device);
@@ -92,6 +106,13 @@ void staging_used(int device);
 // synchronises and throws InvalidArgument naming it.
 std::int64_t* reset_error_slot(int device);  // zeroed on the stream; returns the device pointer
 // Synchronises stream(device); true and the value when a kernel flagged an error.
+// Note [Unchecked in a graph]
+// Kernels that validate (one_hot's indices, integer division) report through
+// the slot, which the host reads after them: a synchronisation, which a
+// capture cannot hold. While this thread captures, the read is skipped and
+// reports no error, so a replay does not check: an index out of range there
+// writes nothing for its row (the kernels guard every access) instead of
+// throwing. Eager steps check as ever.
 bool read_error_slot(int device, std::int64_t& value);
 
 // A temporary device buffer from the device's allocator (accounted; freed

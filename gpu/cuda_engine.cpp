@@ -56,7 +56,41 @@ bool fusable(std::initializer_list<const TensorView*> views) {
   return true;
 }
 
+// A host transfer cannot be captured: Engine's contract.
+void refuse_while_capturing(int device, const char* what) {
+  if (capturing(device))
+    throw InvalidArgument(fmt::format("{} on gpu({}) while this thread captures a device graph: a replay could not "
+                                      "repeat the host's side; copy before the capture or after a replay",
+                                      what, device));
+}
+
+// A captured graph, instantiated; replays queue on the device's stream.
+class CudaGraph final : public ops::CapturedGraph {
+ public:
+  CudaGraph(int device, cudaGraphExec_t exec) : device_(device), exec_(exec) {}
+  ~CudaGraph() override { cudaGraphExecDestroy(exec_); }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  void replay() override {
+    select(device_);
+    CUDA_CHECK(cudaGraphLaunch(exec_, stream(device_)));
+  }
+
+ private:
+  int device_;
+  cudaGraphExec_t exec_;
+};
+
 }  // namespace
+
+bool CudaEngine::begin_capture(Device device) {
+  begin_stream_capture(device.index);
+  return true;
+}
+
+std::unique_ptr<ops::CapturedGraph> CudaEngine::end_capture(Device device) {
+  return std::make_unique<CudaGraph>(device.index, end_stream_capture(device.index));
+}
 
 CudaEngine& cuda_engine() noexcept {
   static CudaEngine engine;
@@ -191,6 +225,7 @@ void CudaEngine::to_host(const TensorView& in, const TensorView& host_out) {
   const std::int64_t n = in.size();
   if (n == 0) return;
   On on(in);
+  refuse_while_capturing(on.device, "a copy to the host");
   const std::size_t bytes = std::size_t(n) * size_of(in.dtype);
   std::unique_ptr<DeviceScratch> packed;
   const void* source = in.data;
@@ -209,6 +244,7 @@ void CudaEngine::from_host(const TensorView& host_in, const TensorView& out) {
   const std::int64_t n = out.size();
   if (n == 0) return;
   On on(out);
+  refuse_while_capturing(on.device, "a copy from the host");
   const std::size_t bytes = std::size_t(n) * size_of(out.dtype);
   void* stage = staging(on.device, bytes);  // waits for this thread's previous copy out of it
   ops::cpu::cpu_engine().copy(host_in, contiguous_like(out, stage, out.dtype));

@@ -16,6 +16,8 @@ namespace ndgc::cuda {
 
 class CudaEngine final : public ops::Engine {
  public:
+  bool begin_capture(Device device) override;
+  std::unique_ptr<ops::CapturedGraph> end_capture(Device device) override;
   void fill(const ops::TensorView& out, double value) override;
   void arange(const ops::TensorView& out, double start, double step) override;
   void eye(const ops::TensorView& out) override;

@@ -11,7 +11,9 @@ namespace ndgc::cuda::kernels {
 namespace {
 
 template <class T>
-__global__ void adam_kernel(T* w, const T* g, T* m, T* v, std::int64_t n, ops::update::AdamConstants<T> k) {
+__global__ void adam_kernel(T* w, const T* g, T* m, T* v, std::int64_t n, ops::update::AdamConstants<T> k,
+                            ops::update::AdamSteps steps) {
+  if (steps.steps) ops::update::apply_steps(k, steps);  // read where the kernel runs: a replay sees this step's t
   const bool decay = k.wd != T(0);
   for (std::int64_t i = global_index(); i < n; i += grid_stride())
     ops::update::adam_step(w[i], g[i], m[i], v[i], k, decay);
@@ -34,7 +36,7 @@ void adam(const TensorView& w, const TensorView& g, const TensorView& m, const T
     using T = decltype(tag);
     adam_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<T*>(w.data), static_cast<const T*>(g.data), static_cast<T*>(m.data), static_cast<T*>(v.data), n,
-        ops::update::adam_constants<T>(h));
+        ops::update::adam_constants<T>(h), ops::update::adam_steps(h));
   };
   if (w.dtype == DataType::float32) run(float{});
   else run(double{});

@@ -15,7 +15,11 @@
 //     cudaMalloc), so memory::stats / set_limit / empty_cache and the OOM
 //     ladder behave as on a device;
 //   - an ops::Engine for DeviceType::gpu (SimEngine) that runs every kernel
-//     with the CPU engine and counts host↔device transfers.
+//     with the CPU engine and counts host↔device transfers, and captures
+//     device graphs as the CUDA engine does: the capturing thread's kernels
+//     are recorded, not run, host transfers refused, and a replay runs the
+//     recording (the CPU engine's CpuEngine::serves_* say which optional
+//     kernels a recorded call takes).
 // Without a SimGpu nothing of this is registered and the library behaves as
 // it always does on a machine with no GPU.
 //
@@ -41,10 +45,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "memory/caching_device_allocator.hpp"
+#include "ndgc/error.hpp"
 #include "memory/host_segment_source.hpp"
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/engine.hpp"
@@ -141,97 +149,122 @@ class SimEngine final : public ops::Engine {
   void reset_counts() noexcept {
     to_host_ = 0, from_host_ = 0, kernels_ = 0;
   }
+  std::uint64_t replays() const noexcept { return replays_.load(); }
+
+  // Device graphs as the CUDA engine has them: the capturing thread's calls
+  // are checked and recorded, not run (other threads' run at once), host
+  // transfers refused; a replay runs the recorded calls in order, on the
+  // same views with the same arguments.
+  bool begin_capture(Device device) override {
+    std::thread::id none;
+    if (!capturer_.compare_exchange_strong(none, std::this_thread::get_id()))
+      throw InvalidArgument("SimGpu: a capture is already open on " + device.to_string());
+    recorded_.clear();
+    return true;
+  }
+  std::unique_ptr<ops::CapturedGraph> end_capture(Device device) override {
+    if (!capturing_here()) throw InvalidArgument("SimGpu: this thread has no capture open on " + device.to_string());
+    auto graph = std::make_unique<Graph>(std::move(recorded_), replays_);
+    recorded_.clear();
+    capturer_.store(std::thread::id());
+    return graph;
+  }
 
   void fill(const ops::TensorView& out, double value) override {
     on_device("fill", {&out});
-    cpu().fill(out, value);
+    run([=] { cpu().fill(out, value); });
   }
   void arange(const ops::TensorView& out, double start, double step) override {
     on_device("arange", {&out});
-    cpu().arange(out, start, step);
+    run([=] { cpu().arange(out, start, step); });
   }
   void eye(const ops::TensorView& out) override {
     on_device("eye", {&out});
-    cpu().eye(out);
+    run([=] { cpu().eye(out); });
   }
   void random_uniform(const ops::TensorView& out, double low, double high, std::uint64_t seed,
                       std::uint64_t offset) override {
     on_device("random_uniform", {&out});
-    cpu().random_uniform(out, low, high, seed, offset);
+    run([=] { cpu().random_uniform(out, low, high, seed, offset); });
   }
   void random_normal(const ops::TensorView& out, double mean, double stddev, std::uint64_t seed,
                      std::uint64_t offset) override {
     on_device("random_normal", {&out});
-    cpu().random_normal(out, mean, stddev, seed, offset);
+    run([=] { cpu().random_normal(out, mean, stddev, seed, offset); });
   }
   void copy(const ops::TensorView& in, const ops::TensorView& out) override {
     on_device("copy", {&in, &out});
-    cpu().copy(in, out);
+    run([=] { cpu().copy(in, out); });
   }
   void unary(ops::Unary op, const ops::TensorView& in, const ops::TensorView& out) override {
     on_device("unary", {&in, &out});
-    cpu().unary(op, in, out);
+    run([=] { cpu().unary(op, in, out); });
   }
   void binary(ops::Binary op, const ops::TensorView& a, const ops::TensorView& b,
               const ops::TensorView& out) override {
     on_device("binary", {&a, &b, &out});
-    cpu().binary(op, a, b, out);
+    run([=] { cpu().binary(op, a, b, out); });
   }
   void binary_scalar(ops::Binary op, const ops::TensorView& a, double s, bool scalar_left,
                      const ops::TensorView& out) override {
     on_device("binary_scalar", {&a, &out});
-    cpu().binary_scalar(op, a, s, scalar_left, out);
+    run([=] { cpu().binary_scalar(op, a, s, scalar_left, out); });
   }
   void where(const ops::TensorView& condition, const ops::TensorView& a, const ops::TensorView& b,
              const ops::TensorView& out) override {
     on_device("where", {&condition, &a, &b, &out});
-    cpu().where(condition, a, b, out);
+    run([=] { cpu().where(condition, a, b, out); });
   }
   bool relu_backward(const ops::TensorView& x, const ops::TensorView& g, const ops::TensorView& out) override {
     on_device("relu_backward", {&x, &g, &out});
-    return cpu().relu_backward(x, g, out);
+    return run_if(ops::cpu::CpuEngine::serves_relu_backward(x, g, out),
+                  [=] { (void)cpu().relu_backward(x, g, out); });
   }
   void reduce(ops::Reduce op, const ops::TensorView& in, std::uint32_t axes, const ops::TensorView& out) override {
     on_device("reduce", {&in, &out});
-    cpu().reduce(op, in, axes, out);
+    run([=] { cpu().reduce(op, in, axes, out); });
   }
   void arg_reduce(bool max, const ops::TensorView& in, int axis, const ops::TensorView& out) override {
     on_device("arg_reduce", {&in, &out});
-    cpu().arg_reduce(max, in, axis, out);
+    run([=] { cpu().arg_reduce(max, in, axis, out); });
   }
   void matmul(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) override {
     on_device("matmul", {&a, &b, &out});
-    cpu().matmul(a, b, out);
+    run([=] { cpu().matmul(a, b, out); });
   }
   bool matmul_add(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) override {
     on_device("matmul_add", {&a, &b, &out});
-    return cpu().matmul_add(a, b, out);
+    return run_if(ops::cpu::CpuEngine::serves_matmul_add(a, b, out), [=] { (void)cpu().matmul_add(a, b, out); });
   }
   void softmax(const ops::TensorView& in, int axis, bool log, const ops::TensorView& out) override {
     on_device("softmax", {&in, &out});
-    cpu().softmax(in, axis, log, out);
+    run([=] { cpu().softmax(in, axis, log, out); });
   }
   bool sparse_softmax_cross_entropy(const ops::TensorView& logits, const ops::TensorView& labels,
                                     const ops::TensorView& loss) override {
     on_device("sparse_softmax_cross_entropy", {&logits, &labels, &loss});
-    return cpu().sparse_softmax_cross_entropy(logits, labels, loss);
+    return run_if(ops::cpu::CpuEngine::serves_cross_entropy(logits, labels),
+                  [=] { (void)cpu().sparse_softmax_cross_entropy(logits, labels, loss); });
   }
   bool sparse_softmax_cross_entropy_backward(const ops::TensorView& logits, const ops::TensorView& labels,
                                              const ops::TensorView& g, const ops::TensorView& grad) override {
     on_device("sparse_softmax_cross_entropy_backward", {&logits, &labels, &g, &grad});
-    return cpu().sparse_softmax_cross_entropy_backward(logits, labels, g, grad);
+    return run_if(ops::cpu::CpuEngine::serves_cross_entropy_backward(logits, labels, grad),
+                  [=] { (void)cpu().sparse_softmax_cross_entropy_backward(logits, labels, g, grad); });
   }
   void one_hot(const ops::TensorView& indices, std::int64_t depth, const ops::TensorView& out) override {
     on_device("one_hot", {&indices, &out});
-    cpu().one_hot(indices, depth, out);
+    run([=] { cpu().one_hot(indices, depth, out); });
   }
   void to_host(const ops::TensorView& in, const ops::TensorView& host_out) override {
+    refuse_while_capturing("a copy to the host");
     to_host_.fetch_add(1);
     on_device("to_host", {&in});
     on_host("to_host", host_out);
     cpu().to_host(in, host_out);
   }
   void from_host(const ops::TensorView& host_in, const ops::TensorView& out) override {
+    refuse_while_capturing("a copy from the host");
     from_host_.fetch_add(1);
     on_host("from_host", host_in);
     on_device("from_host", {&out});
@@ -239,13 +272,18 @@ class SimEngine final : public ops::Engine {
   }
   bool adam_update(const ops::TensorView& weight, const ops::TensorView& grad, const ops::TensorView& mean,
                    const ops::TensorView& variance, const ops::AdamHyper& hyper) override {
-    on_device("adam_update", {&weight, &grad, &mean, &variance});
-    return cpu().adam_update(weight, grad, mean, variance, hyper);
+    const ops::TensorView steps =
+        ops::contiguous_view(const_cast<double*>(hyper.steps), DataType::float64, Shape{});  // empty without
+    on_device("adam_update", {&weight, &grad, &mean, &variance, &steps});
+    return run_if(ops::cpu::CpuEngine::serves_update({&weight, &grad, &mean, &variance}),
+                  [=] { (void)cpu().adam_update(weight, grad, mean, variance, hyper); });
   }
   bool sgd_update(const ops::TensorView& weight, const ops::TensorView& grad, const ops::TensorView& momentum,
                   const ops::SgdHyper& hyper) override {
     on_device("sgd_update", {&weight, &grad, &momentum});
-    return cpu().sgd_update(weight, grad, momentum, hyper);
+    const bool served = momentum.data ? ops::cpu::CpuEngine::serves_update({&weight, &grad, &momentum})
+                                      : ops::cpu::CpuEngine::serves_update({&weight, &grad});
+    return run_if(served, [=] { (void)cpu().sgd_update(weight, grad, momentum, hyper); });
   }
 
  private:
@@ -282,8 +320,41 @@ class SimEngine final : public ops::Engine {
                            " (a real GPU would fault here)");
   }
 
+  class Graph final : public ops::CapturedGraph {
+   public:
+    Graph(std::vector<std::function<void()>> calls, std::atomic<std::uint64_t>& replays)
+        : calls_(std::move(calls)), replays_(replays) {}
+    void replay() override {
+      for (const auto& call : calls_) call();
+      replays_.fetch_add(1);
+    }
+
+   private:
+    std::vector<std::function<void()>> calls_;
+    std::atomic<std::uint64_t>& replays_;
+  };
+
+  bool capturing_here() const noexcept { return capturer_.load() == std::this_thread::get_id(); }
+  // A kernel: run now, or recorded while this thread captures.
+  template <class F>
+  void run(F&& kernel) {
+    if (capturing_here()) recorded_.emplace_back(std::forward<F>(kernel));
+    else kernel();
+  }
+  template <class F>
+  bool run_if(bool served, F&& kernel) {
+    if (served) run(std::forward<F>(kernel));
+    return served;
+  }
+  void refuse_while_capturing(const char* what) const {
+    if (capturing_here())
+      throw InvalidArgument(std::string("SimGpu: ") + what + " while this thread captures a device graph");
+  }
+
   const TrackedSegmentSource& device_;
-  std::atomic<std::uint64_t> to_host_{0}, from_host_{0}, kernels_{0}, violations_{0};
+  std::atomic<std::uint64_t> to_host_{0}, from_host_{0}, kernels_{0}, violations_{0}, replays_{0};
+  std::atomic<std::thread::id> capturer_{};
+  std::vector<std::function<void()>> recorded_;  // the capturer's alone
 };
 
 // gpu(0), simulated: probe, caching allocator and engine, registered for the

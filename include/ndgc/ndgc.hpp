@@ -12,6 +12,7 @@
 #include "ndgc/autograd.hpp"
 #include "ndgc/data.hpp"
 #include "ndgc/device.hpp"
+#include "ndgc/device_graph.hpp"
 #include "ndgc/debug.hpp"
 #include "ndgc/dtype.hpp"
 #include "ndgc/error.hpp"

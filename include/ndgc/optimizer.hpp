@@ -31,19 +31,31 @@ class Optimizer {
   void prepare(const ParameterList& parameters);
   double learning_rate() const noexcept { return learning_rate_; }
   void set_learning_rate(double learning_rate);
-  // Number of update() calls so far.
+  // Number of update() calls so far (on the host: a replayed update is not one).
   std::int64_t update_count() const noexcept { return updates_; }
+  // Capturable: whatever changes from one update to the next (Adam's step
+  // count) lives in device memory and is advanced by a kernel, so an update
+  // captured in a DeviceGraph (ndgc/device_graph.hpp) is right on every
+  // replay. The learning rate stays an argument: after set_learning_rate(),
+  // capture again (Trainer does). Off again, the host takes the count back.
+  // Off by default; Trainer turns it on in cuda_graph mode.
+  void set_capturable(bool on);
+  bool capturable() const noexcept { return capturable_; }
 
  protected:
   explicit Optimizer(double learning_rate);
   virtual void update_one(Parameter& parameter) = 0;
   virtual void prepare_one(Parameter& parameter) = 0;
+  // Called by set_capturable() when the mode changes. Default: nothing
+  // changes between updates (SGD: its momentum is in place already).
+  virtual void capturable_changed(bool /*on*/) {}
   // A zero-filled array like the parameter's, in its manager, named "<parameter>.<what>".
   static NDArray new_state(const Parameter& parameter, const char* what);
 
  private:
   double learning_rate_;
   std::int64_t updates_ = 0;
+  bool capturable_ = false;
 };
 
 // Stochastic gradient descent with optional momentum and L2 weight decay.
@@ -69,7 +81,9 @@ class Sgd : public Optimizer {
 // stays zero do, is stored as zero. Denormals never decay to zero under
 // rounding and are slow to compute on x86; the weight they would move by is
 // below 1e-30. (Contiguous state, the usual case; strided state is updated
-// as written.)
+// as written.) Capturable, it keeps each parameter's step count in a 0-d
+// float64 array beside its moments ("<parameter>.adam_steps"), and its
+// update needs contiguous state (InvalidArgument otherwise).
 class Adam : public Optimizer {
  public:
   explicit Adam(double learning_rate = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double epsilon = 1e-8,
@@ -78,11 +92,13 @@ class Adam : public Optimizer {
  protected:
   void update_one(Parameter& parameter) override;
   void prepare_one(Parameter& parameter) override;
+  void capturable_changed(bool on) override;
 
  private:
   struct State {
     NDArray mean, variance;
-    std::int64_t steps = 0;
+    std::int64_t steps = 0;  // on the host; while capturable, `device_steps` is the count
+    NDArray device_steps;
   };
   State& state(Parameter& parameter);
   double beta1_, beta2_, epsilon_, weight_decay_;

@@ -336,6 +336,17 @@ struct TrainingConfig {
   std::shared_ptr<GradientReducer> gradient_reducer;
   WorkspaceMode workspace_mode = WorkspaceMode::none;
   workspace::Config workspace;  // the step workspace's policies (enabled only); its device is the model's
+  // CUDA graphs (ndgc/device_graph.hpp), for a model on a GPU: after
+  // Trainer::kGraphWarmupSteps eager steps, the device work of a training
+  // step (forward, loss, backward, update) is captured once and replayed for
+  // every later batch of the same shapes, which is first copied into the
+  // graph's inputs; a batch of other shapes (the last, short one) runs
+  // eagerly. The optimizer is made capturable (Optimizer::set_capturable),
+  // and a new learning rate is captured again. Metrics, listeners and
+  // validation run as without graphs. In a replayed step an out-of-range
+  // label is not reported (the check needs a host read). InvalidArgument on
+  // the CPU, with a gradient reducer or with workspaces.
+  bool cuda_graph = false;
 };
 
 class Trainer {
@@ -365,6 +376,13 @@ class Trainer {
   // forward and loss without recording; updates the validation metrics.
   LossValue validate_batch(const data::Batch& batch, std::int64_t epoch = 0);
 
+  // Eager steps before the step is captured (cuda_graph): they make what
+  // lives on (gradients, optimizer state, metric totals) outside the graph's pool.
+  static constexpr std::int64_t kGraphWarmupSteps = 2;
+  // Steps replayed from the captured graph so far, and how often it was captured.
+  std::int64_t graph_replays() const noexcept { return graph_replays_; }
+  std::int64_t graph_captures() const noexcept { return graph_captures_; }
+
   // Metrics of the epoch in progress ("loss" first, then the configured ones).
   const std::vector<std::unique_ptr<Metric>>& training_metrics() const noexcept { return train_metrics_; }
   const std::vector<std::unique_ptr<Metric>>& validation_metrics() const noexcept { return validate_metrics_; }
@@ -381,9 +399,12 @@ class Trainer {
   const std::string& workspace_name() const noexcept { return workspace_name_; }
 
  private:
+  struct StepGraph;  // trainer.cpp
   void reduce_metrics(bool validated);
   LossValue train_step(const data::Batch& batch, std::int64_t epoch);
   LossValue validate_step(const data::Batch& batch, std::int64_t epoch);
+  void run_step(const NDList& data, const NDList& labels, std::int64_t batch_size, NDList& predictions, NDArray& loss);
+  bool replay_step(const NDList& data, const NDList& labels, NDList& predictions, NDArray& loss);
 
   Model& model_;
   TrainingConfig config_;
@@ -394,6 +415,8 @@ class Trainer {
   std::vector<std::unique_ptr<Metric>> train_metrics_, validate_metrics_;
   std::vector<std::map<std::string, double>> history_;
   std::string workspace_name_;
+  std::unique_ptr<StepGraph> graph_;  // after manager_: goes first (its arrays are in a sub-manager)
+  std::int64_t graph_warmups_ = 0, graph_replays_ = 0, graph_captures_ = 0;
 };
 
 // Trains for `epochs` epochs over `train` (batches in sub-managers of the

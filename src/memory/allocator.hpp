@@ -53,6 +53,13 @@ class DeviceAllocator {
   // Gives memory the backend keeps for reuse back to the system (a rung of
   // the OOM ladder, and memory::empty_cache). Default: nothing is kept.
   virtual void empty_cache() noexcept {}
+  // Device graphs (ops/device_graph.cpp): while a pool is open, allocations
+  // come from blocks kept apart for it until release_private_pool(). See
+  // Note [Private pools] in caching_allocator.cpp. Default: nothing to keep
+  // apart (an allocator whose memory no graph replays).
+  virtual void open_private_pool(std::uint64_t /*pool*/) noexcept {}
+  virtual void close_private_pool() noexcept {}
+  virtual void release_private_pool(std::uint64_t /*pool*/) noexcept {}
 
  protected:
   // nullptr when the backend itself is out of memory.

@@ -13,34 +13,28 @@
 
 namespace ndgc::memory {
 
-struct CachingAllocator::Block {
-  Block(char* p, std::size_t n, StreamId s, Pool* in) noexcept : ptr(p), size(n), stream(s), pool(in) {}
-  char* ptr;
-  std::size_t size;
-  StreamId stream;
-  Pool* pool;
-  Block* prev = nullptr;  // neighbours within the segment
-  Block* next = nullptr;
-  BlockInfo::State state = BlockInfo::kFree;
-  int event_count = 0;             // events still to complete before the block is free
-  std::vector<StreamId> stream_uses;  // other streams recorded on it (record_stream)
-};
-
-bool CachingAllocator::BlockLess::operator()(const Block* a, const Block* b) const noexcept {
-  return std::tie(a->stream, a->size, a->ptr) < std::tie(b->stream, b->size, b->ptr);
+bool CachingAllocator::BlockLess::operator()(const Block& a, const Block& b) const noexcept {
+  return std::tie(a.stream, a.size, a.ptr) < std::tie(b.stream, b.size, b.ptr);
 }
 
 CachingAllocator::CachingAllocator(SegmentSource& source, CachingConfig config)
-    : source_(source), config_(config) {}
+    : source_(source),
+      config_(config),
+      buckets_(new Allocated::bucket_type[kFirstBuckets]),
+      allocated_(Allocated::bucket_traits(buckets_.get(), kFirstBuckets)) {}
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard lock(mu_);
   synchronize_events();
   // Every segment, whatever its blocks' state: gather the blocks, free each
   // segment from its head.
-  std::vector<Block*> all(small_.begin(), small_.end());
-  all.insert(all.end(), large_.begin(), large_.end());
-  for (auto& [ptr, b] : allocated_) all.push_back(b);
+  std::vector<Block*> all;
+  for (Block& b : small_) all.push_back(&b);
+  for (Block& b : large_) all.push_back(&b);
+  for (Block& b : allocated_) all.push_back(&b);
+  small_.clear();
+  large_.clear();
+  allocated_.clear();
   for (Block* head : all) {
     if (head->prev) continue;
     std::size_t bytes = 0;
@@ -48,6 +42,51 @@ CachingAllocator::~CachingAllocator() {
     source_.free_segment(head->ptr, bytes);
   }
   for (Block* b : all) delete b;
+  while (Block* b = spare_) {
+    spare_ = b->next;
+    delete b;
+  }
+}
+
+// Note [No heap on a hit]
+// A hit splits a cached block and its free merges the pieces back: a Block
+// made and dropped, a block in and out of a pool, one in and out of the
+// allocated set. With std::set, std::unordered_map and new/delete that was
+// eight malloc/free calls, most of a hit's cost (~155 ns a pair). The pools
+// and the allocated set are intrusive instead (Boost.Intrusive: the links
+// live in the Block), and dropped Blocks are kept as spares, so a hit calls
+// no allocator at all; the allocated set's buckets double when it fills.
+CachingAllocator::Block* CachingAllocator::make_block(char* ptr, std::size_t size, StreamId stream,
+                                                      Pool* pool) noexcept {
+  Block* b = spare_;
+  if (!b) return new (std::nothrow) Block(ptr, size, stream, pool);
+  spare_ = b->next;
+  b->ptr = ptr;
+  b->size = size;
+  b->stream = stream;
+  b->pool = pool;
+  b->prev = b->next = nullptr;
+  b->state = BlockInfo::kFree;
+  b->event_count = 0;  // stream_uses is empty: cleared by free()
+  return b;
+}
+
+void CachingAllocator::drop_block(Block* b) noexcept {
+  b->next = spare_;
+  spare_ = b;
+}
+
+CachingAllocator::Block* CachingAllocator::find_allocated(const void* ptr) const noexcept {
+  auto it = allocated_.find(ptr);
+  return it == allocated_.end() ? nullptr : const_cast<Block*>(&*it);
+}
+
+void CachingAllocator::grow_allocated() noexcept {
+  const std::size_t n = allocated_.bucket_count() * 2;
+  std::unique_ptr<Allocated::bucket_type[]> more(new (std::nothrow) Allocated::bucket_type[n]);
+  if (!more) return;  // the host is out of memory: longer chains, still correct
+  allocated_.rehash(Allocated::bucket_traits(more.get(), n));
+  buckets_ = std::move(more);
 }
 
 std::size_t CachingAllocator::round_size(std::size_t bytes) noexcept {
@@ -70,10 +109,10 @@ std::size_t CachingAllocator::segment_size(std::size_t rounded) noexcept {
 // (should_split). With the default max_split_size (no limit) none of this
 // applies and a large request may take and split any larger cached block.
 CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, StreamId stream, std::size_t size) noexcept {
-  Block key(nullptr, size, stream, &pool);
-  auto it = pool.lower_bound(&key);
-  if (it == pool.end() || (*it)->stream != stream) return nullptr;  // blocks are reused on their own stream only
-  Block* b = *it;
+  const Block key(nullptr, size, stream, &pool);
+  auto it = pool.lower_bound(key);
+  if (it == pool.end() || it->stream != stream) return nullptr;  // blocks are reused on their own stream only
+  Block* b = &*it;
   if (size < config_.max_split_size && b->size >= config_.max_split_size) return nullptr;
   if (size >= config_.max_split_size && b->size - size >= config_.max_oversize_waste) return nullptr;
   pool.erase(it);
@@ -94,14 +133,14 @@ bool CachingAllocator::should_split(const Block& b, std::size_t size) const noex
 }
 
 void CachingAllocator::split(Pool& pool, Block* b, std::size_t size) noexcept {
-  Block* rest = new (std::nothrow) Block(b->ptr + size, b->size - size, b->stream, &pool);
+  Block* rest = make_block(b->ptr + size, b->size - size, b->stream, &pool);
   if (!rest) return;  // the host is out of memory: hand out the whole block instead
   rest->prev = b;
   rest->next = b->next;
   if (b->next) b->next->prev = rest;
   b->next = rest;
   b->size = size;
-  pool.insert(rest);
+  pool.insert(*rest);
   ++stats_.splits;
 }
 
@@ -109,7 +148,7 @@ CachingAllocator::Block* CachingAllocator::new_segment(Pool& pool, StreamId stre
   std::size_t bytes = segment_size(size);
   void* p = source_.allocate_segment(bytes);
   if (!p) return nullptr;
-  Block* b = new (std::nothrow) Block(static_cast<char*>(p), bytes, stream, &pool);
+  Block* b = make_block(static_cast<char*>(p), bytes, stream, &pool);
   if (!b) {
     source_.free_segment(p, bytes);
     return nullptr;
@@ -130,6 +169,7 @@ void* CachingAllocator::allocate(std::size_t bytes, StreamId stream) noexcept {
   }
   const std::size_t size = round_size(bytes);
   std::lock_guard lock(mu_);
+  if (private_pool_ != 0) stream = private_pool_;
   if (pending_events_ != 0) process_events();
   Pool& pool = is_small(size) ? small_ : large_;
   Block* b = find_free(pool, stream, size);
@@ -149,7 +189,8 @@ void* CachingAllocator::allocate(std::size_t bytes, StreamId stream) noexcept {
   }
   if (should_split(*b, size)) split(pool, b, size);
   b->state = BlockInfo::kAllocated;
-  allocated_.emplace(b->ptr, b);
+  allocated_.insert(*b);
+  if (allocated_.size() > allocated_.bucket_count()) grow_allocated();
   on_allocated(b->size);
   return b->ptr;
 }
@@ -177,10 +218,9 @@ void CachingAllocator::on_allocated(std::size_t size) noexcept {
 // ordered after A's.
 bool CachingAllocator::free(void* ptr) noexcept {
   std::lock_guard lock(mu_);
-  auto it = allocated_.find(ptr);
-  if (it == allocated_.end()) return false;
-  Block* b = it->second;
-  allocated_.erase(it);
+  Block* b = find_allocated(ptr);
+  if (!b) return false;
+  allocated_.erase(allocated_.iterator_to(*b));
   stats_.allocated_bytes -= b->size;
   if (!b->stream_uses.empty()) {
     b->state = BlockInfo::kPending;
@@ -203,12 +243,49 @@ bool CachingAllocator::free(void* ptr) noexcept {
 
 bool CachingAllocator::record_stream(void* ptr, StreamId stream) noexcept {
   std::lock_guard lock(mu_);
-  auto it = allocated_.find(ptr);
-  if (it == allocated_.end()) return false;
-  Block* b = it->second;
+  Block* b = find_allocated(ptr);
+  if (!b) return false;
   if (stream != b->stream && std::find(b->stream_uses.begin(), b->stream_uses.end(), stream) == b->stream_uses.end())
     b->stream_uses.push_back(stream);
   return true;
+}
+
+// Note [Private pools]
+// A captured device graph (ops/device_graph.cpp) replays kernels with the
+// addresses they had at capture, long after the arrays made during capture
+// were closed on the host. Were their blocks in the ordinary cache, the next
+// array could get one and a replay would overwrite it. So a capture
+// allocates from a private pool: its key stands where a stream's would, so
+// best fit (keyed by stream first) never hands its blocks to anyone else, and
+// its segments are its own (a segment's blocks all share its key, so merging
+// stays inside the pool). Freed blocks go back to the pool, where only the
+// same capture's later requests find them, as its replays expect. When the
+// graph goes, release_private_pool() gives every block of the pool to the
+// ordinary stream: free ones become cache for anyone, handed-out ones (arrays
+// made during capture that live on) go back there when freed.
+void CachingAllocator::open_private_pool(StreamId pool) noexcept {
+  std::lock_guard lock(mu_);
+  private_pool_ = pool;
+}
+
+void CachingAllocator::close_private_pool() noexcept {
+  std::lock_guard lock(mu_);
+  private_pool_ = 0;
+}
+
+void CachingAllocator::release_private_pool(StreamId pool, StreamId stream) noexcept {
+  std::lock_guard lock(mu_);
+  const Block first(nullptr, 0, pool, nullptr);  // the pool's blocks sort first by key: a run from here
+  for (Pool* p : {&small_, &large_}) {
+    for (auto it = p->lower_bound(first); it != p->end() && it->stream == pool; it = p->lower_bound(first)) {
+      Block& b = *it;
+      p->erase(it);  // the key changes: out of the set, then back in
+      b.stream = stream;
+      p->insert(b);
+    }
+  }
+  for (Block& b : allocated_)
+    if (b.stream == pool) b.stream = stream;
 }
 
 // A block whose work is done: merge it with free neighbours and cache it.
@@ -218,15 +295,15 @@ void CachingAllocator::free_block(Block* b) noexcept {
   b->state = BlockInfo::kFree;
   if (b->prev && b->prev->state == BlockInfo::kFree) {
     Block* prev = b->prev;
-    prev->pool->erase(prev);
+    prev->pool->erase(prev->pool->iterator_to(*prev));
     merge(prev, b);
     b = prev;
   }
   if (b->next && b->next->state == BlockInfo::kFree) {
-    b->next->pool->erase(b->next);
+    b->next->pool->erase(b->next->pool->iterator_to(*b->next));
     merge(b, b->next);
   }
-  b->pool->insert(b);
+  b->pool->insert(*b);
 }
 
 // Absorbs `from`, the free block right after `into`, and deletes it.
@@ -234,7 +311,7 @@ void CachingAllocator::merge(Block* into, Block* from) noexcept {
   into->size += from->size;
   into->next = from->next;
   if (from->next) from->next->prev = into;
-  delete from;
+  drop_block(from);
   ++stats_.merges;
 }
 
@@ -279,7 +356,7 @@ void CachingAllocator::synchronize_events() noexcept {
 std::size_t CachingAllocator::release_free_segments(Pool& pool) noexcept {
   std::size_t released = 0;
   for (auto it = pool.begin(); it != pool.end();) {
-    Block* b = *it;
+    Block* b = &*it;
     if (b->prev || b->next) {
       ++it;
       continue;
@@ -290,7 +367,7 @@ std::size_t CachingAllocator::release_free_segments(Pool& pool) noexcept {
     --stats_.segments;
     stats_.reserved_bytes -= b->size;
     released += b->size;
-    delete b;
+    drop_block(b);
   }
   return released;
 }
@@ -318,15 +395,16 @@ void CachingAllocator::reset_peak() noexcept {
 
 std::size_t CachingAllocator::block_size(const void* ptr) const noexcept {
   std::lock_guard lock(mu_);
-  auto it = allocated_.find(ptr);
-  return it == allocated_.end() ? 0 : it->second->size;
+  const Block* b = find_allocated(ptr);
+  return b ? b->size : 0;
 }
 
 std::vector<CachingAllocator::SegmentInfo> CachingAllocator::snapshot() const {
   std::lock_guard lock(mu_);
-  std::vector<const Block*> all(small_.begin(), small_.end());
-  all.insert(all.end(), large_.begin(), large_.end());
-  for (const auto& [ptr, b] : allocated_) all.push_back(b);
+  std::vector<const Block*> all;
+  for (const Block& b : small_) all.push_back(&b);
+  for (const Block& b : large_) all.push_back(&b);
+  for (const Block& b : allocated_) all.push_back(&b);
   for (const auto& [stream, queue] : pending_)
     for (const PendingEvent& p : queue) all.push_back(p.block);  // a block waiting on two events shows twice
   std::vector<SegmentInfo> out;

@@ -20,10 +20,13 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <mutex>
-#include <set>
 #include <unordered_map>
 #include <vector>
+
+#include <boost/intrusive/set.hpp>
+#include <boost/intrusive/unordered_set.hpp>
 
 #include "memory/segment_source.hpp"
 
@@ -87,6 +90,14 @@ class CachingAllocator {
   // Returns the bytes given back.
   std::size_t empty_cache() noexcept;
 
+  // Note [Private pools]: while a pool is open, allocate() serves every
+  // request from blocks of `pool` alone (a key like a stream's that no real
+  // stream has), in segments of its own; release_private_pool() gives its
+  // blocks, free and handed out, to `stream`.
+  void open_private_pool(StreamId pool) noexcept;
+  void close_private_pool() noexcept;
+  void release_private_pool(StreamId pool, StreamId stream) noexcept;
+
   CachingStats stats() const noexcept;
   void reset_peak() noexcept;
   const CachingConfig& config() const noexcept { return config_; }
@@ -115,11 +126,43 @@ class CachingAllocator {
   static std::size_t segment_size(std::size_t rounded) noexcept;
 
  private:
+  // Note [No heap on a hit]: the pools and the allocated set are intrusive
+  // (their links live in the Block), and spare Blocks are kept for reuse.
+  struct PoolTag;
+  struct AllocatedTag;
+  using PoolHook = boost::intrusive::set_base_hook<boost::intrusive::tag<PoolTag>>;
+  using AllocatedHook = boost::intrusive::unordered_set_base_hook<boost::intrusive::tag<AllocatedTag>>;
   struct Block;
   struct BlockLess {
-    bool operator()(const Block* a, const Block* b) const noexcept;
+    bool operator()(const Block& a, const Block& b) const noexcept;
   };
-  using Pool = std::set<Block*, BlockLess>;
+  using Pool = boost::intrusive::set<Block, boost::intrusive::base_hook<PoolHook>,
+                                     boost::intrusive::compare<BlockLess>>;
+  struct Block : PoolHook, AllocatedHook {
+    Block(char* p, std::size_t n, StreamId s, Pool* in) noexcept : ptr(p), size(n), stream(s), pool(in) {}
+    char* ptr;
+    std::size_t size;
+    StreamId stream;
+    Pool* pool;
+    Block* prev = nullptr;  // neighbours within the segment; `next` links spare Blocks too
+    Block* next = nullptr;
+    BlockInfo::State state = BlockInfo::kFree;
+    int event_count = 0;                // events still to complete before the block is free
+    std::vector<StreamId> stream_uses;  // other streams recorded on it (record_stream)
+  };
+  struct BlockAddress {
+    using type = const void*;
+    const void* operator()(const Block& b) const noexcept { return b.ptr; }
+  };
+  struct AddressHash {  // blocks are 512-byte aligned: the low bits say nothing
+    std::size_t operator()(const void* p) const noexcept {
+      const auto v = reinterpret_cast<std::uintptr_t>(p);
+      return std::size_t((v >> 9) ^ (v >> 21));
+    }
+  };
+  using Allocated = boost::intrusive::unordered_set<
+      Block, boost::intrusive::base_hook<AllocatedHook>, boost::intrusive::key_of_value<BlockAddress>,
+      boost::intrusive::hash<AddressHash>, boost::intrusive::power_2_buckets<true>>;
   struct PendingEvent {
     void* event;
     Block* block;
@@ -136,12 +179,20 @@ class CachingAllocator {
   std::size_t release_free_segments(Pool& pool) noexcept;
   std::size_t release_cached() noexcept;
   void on_allocated(std::size_t size) noexcept;
+  Block* make_block(char* ptr, std::size_t size, StreamId stream, Pool* pool) noexcept;
+  void drop_block(Block* b) noexcept;
+  Block* find_allocated(const void* ptr) const noexcept;
+  void grow_allocated() noexcept;
 
   SegmentSource& source_;
   const CachingConfig config_;
   mutable std::mutex mu_;
   Pool small_, large_;
-  std::unordered_map<const void*, Block*> allocated_;
+  static constexpr std::size_t kFirstBuckets = 256;
+  std::unique_ptr<Allocated::bucket_type[]> buckets_;  // allocated_'s, a power of two of them
+  Allocated allocated_;
+  Block* spare_ = nullptr;  // dropped Blocks, linked through `next`
+  StreamId private_pool_ = 0;  // 0: none open
   // Per stream, in record order: a stream's events complete in order, so
   // the first one not done ends the scan of that stream.
   std::unordered_map<StreamId, std::deque<PendingEvent>> pending_;

@@ -31,6 +31,11 @@ class CachingDeviceAllocator final : public DeviceAllocator {
   // Called by the engine when an op on `stream` uses a block allocated on another stream.
   void record_stream(void* ptr, StreamId stream) noexcept;
   void empty_cache() noexcept override;
+  void open_private_pool(std::uint64_t pool) noexcept override { cache_.open_private_pool(pool); }
+  void close_private_pool() noexcept override { cache_.close_private_pool(); }
+  void release_private_pool(std::uint64_t pool) noexcept override {
+    cache_.release_private_pool(pool, source_->current_stream());
+  }
 
   CachingAllocator& cache() noexcept { return cache_; }
   SegmentSource& source() noexcept { return *source_; }

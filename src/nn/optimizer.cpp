@@ -18,6 +18,24 @@ void Optimizer::set_learning_rate(double learning_rate) {
   learning_rate_ = learning_rate;
 }
 
+// Note [Capturable optimizers]
+// A DeviceGraph replays an update's kernels with the arguments they had
+// when captured. Adam's bias corrections depend on the step count t, which
+// the host used to compute and pass in: a replay would repeat the captured
+// step's t forever. Capturable, the count is a 0-d float64 array on the
+// parameter's device that a kernel increments (add_, captured too) and the
+// fused kernel reads where it runs (ops/optimizer_math.hpp apply_steps),
+// with the host's formula, so an eager step and a replayed one compute the
+// same bits on the CPU and the same maths on the GPU. The arrays are made
+// from the host's count when the mode goes on, and the host reads them back
+// when it goes off. SGD and the learning rate need nothing: SGD's state is
+// updated in place, and a changed learning rate is a new capture.
+void Optimizer::set_capturable(bool on) {
+  if (on == capturable_) return;
+  capturable_changed(on);
+  capturable_ = on;
+}
+
 void Optimizer::update(const ParameterList& parameters) {
   for (const NamedParameter& p : parameters) update_one(*p.parameter);
   ++updates_;
@@ -79,17 +97,46 @@ Adam::State& Adam::state(Parameter& p) {
     s.mean = new_state(p, "adam_mean");
     s.variance = new_state(p, "adam_variance");
     s.steps = 0;
+    s.device_steps = NDArray();
   }
   return s;
 }
 
 void Adam::prepare_one(Parameter& p) { state(p); }
 
+void Adam::capturable_changed(bool on) {
+  for (auto& [parameter, s] : states_) {
+    if (on) continue;  // made at the next update, from the host's count
+    if (s.device_steps.defined() && !s.device_steps.is_closed()) {
+      s.steps = std::int64_t(s.device_steps.item<double>());
+      s.device_steps.close();
+    }
+    s.device_steps = NDArray();
+  }
+}
+
 void Adam::update_one(Parameter& p) {
   State& s = state(p);
   ++s.steps;
-  const double t = double(s.steps);
   const NDArray& w = p.array();
+  if (capturable()) {  // Note [Capturable optimizers]
+    if (!s.device_steps.defined() || s.device_steps.is_closed() || s.device_steps.device() != w.device()) {
+      s.device_steps = w.manager().full({}, double(s.steps - 1), DataType::float64);
+      s.device_steps.set_name(p.name() + ".adam_steps");
+    }
+    s.device_steps.add_(1.0);
+    ops::adam_update(w, w.gradient(), s.mean, s.variance,
+                     {.learning_rate = learning_rate(),
+                      .beta1 = beta1_,
+                      .beta2 = beta2_,
+                      .epsilon = epsilon_,
+                      .weight_decay = weight_decay_,
+                      .bias_correction1 = 1,
+                      .bias_correction2 = 1},
+                     s.device_steps);
+    return;
+  }
+  const double t = double(s.steps);
   ops::adam_update(w, w.gradient(), s.mean, s.variance,
                    {.learning_rate = learning_rate(),
                     .beta1 = beta1_,

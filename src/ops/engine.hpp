@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "ndgc/device.hpp"
 #include "ndgc/dtype.hpp"
@@ -65,8 +66,12 @@ enum class Reduce : std::uint8_t { sum, mean, max, min };
 // w -= m / (sqrt(v / bc2) + ε) · lr / bc1, where bc_i = 1 - β_i^t, the
 // division first (PyTorch's order; see Note [No denormal state] in
 // ops/optimizer_math.hpp).
+// With `steps` set (a float64 t in the weight's device memory: Note
+// [Capturable optimizers] in nn/optimizer.cpp), the kernel computes bc1 and
+// bc2 from *steps where it runs, and the two fields are unused.
 struct AdamHyper {
   double learning_rate, beta1, beta2, epsilon, weight_decay, bias_correction1, bias_correction2;
+  const double* steps = nullptr;
 };
 // SGD: g' = g + wd·w; with momentum μ: m = μ·m + g', w -= lr·m; without: w -= lr·g'.
 struct SgdHyper {
@@ -78,9 +83,27 @@ const char* name_of(Binary op) noexcept;
 const char* name_of(Reduce op) noexcept;
 inline bool is_comparison(Binary op) noexcept { return op >= Binary::eq; }
 
+// Engine calls recorded by a capture, run again by replay() on the same
+// views with the same arguments (ndgc/device_graph.hpp).
+class CapturedGraph {
+ public:
+  virtual ~CapturedGraph() = default;
+  virtual void replay() = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
+
+  // Device graphs (Note [Device graphs] in ops/device_graph.cpp). Between
+  // begin_capture(d) and end_capture(d) on one thread, that thread's kernels
+  // on d are recorded, not run (other threads' run as ever), and to_host /
+  // from_host throw InvalidArgument (a replay could not repeat the host's
+  // side). begin_capture() returns false for an engine without graphs;
+  // end_capture() throws InvalidArgument when the capture failed, and ends
+  // it either way.
+  virtual bool begin_capture(Device /*device*/) { return false; }
+  virtual std::unique_ptr<CapturedGraph> end_capture(Device /*device*/) { return nullptr; }
 
   virtual void fill(const TensorView& out, double value) = 0;
   // out[i] = start + i * step over a contiguous 1-D out.

@@ -17,11 +17,30 @@ namespace {
 
 std::atomic<std::uint64_t> g_epoch{1};
 
+// A replay writes whatever its kernels write.
+class WriteCountingGraph final : public CapturedGraph {
+ public:
+  explicit WriteCountingGraph(std::unique_ptr<CapturedGraph> inner) : inner_(std::move(inner)) {}
+  void replay() override {
+    CountsAsGpuWrite w;
+    inner_->replay();
+  }
+
+ private:
+  std::unique_ptr<CapturedGraph> inner_;
+};
+
 class WriteCountingEngine final : public Engine {
  public:
   std::atomic<Engine*> wrapped{nullptr};
 
   Engine* target() const noexcept { return wrapped.load(std::memory_order_relaxed); }
+
+  bool begin_capture(Device device) override { return target()->begin_capture(device); }
+  std::unique_ptr<CapturedGraph> end_capture(Device device) override {
+    std::unique_ptr<CapturedGraph> g = target()->end_capture(device);
+    return g ? std::make_unique<WriteCountingGraph>(std::move(g)) : nullptr;
+  }
 
   void fill(const TensorView& out, double value) override {
     CountsAsGpuWrite w;

@@ -59,6 +59,24 @@ AdamConstants<T> adam_constants(const AdamHyper& h) {
           T(h.epsilon),      T(1 / h.bias_correction2)};
 }
 
+// A step count in device memory (AdamHyper::steps; Note [Capturable
+// optimizers] in nn/optimizer.cpp): the kernel makes the two bias-corrected
+// constants from it where it runs, with adam_constants' formula in double.
+struct AdamSteps {
+  const double* steps;
+  double learning_rate, beta1, beta2;
+};
+
+inline AdamSteps adam_steps(const AdamHyper& h) { return {h.steps, h.learning_rate, h.beta1, h.beta2}; }
+
+template <class T>
+NDGC_HD inline void apply_steps(AdamConstants<T>& k, const AdamSteps& s) {
+  using std::pow;
+  const double t = *s.steps;
+  k.step = T(s.learning_rate / (1 - pow(s.beta1, t)));
+  k.inv_bc2 = T(1 / (1 - pow(s.beta2, t)));
+}
+
 // g' = g + wd·w when `decay` (a zero decay adds no 0·w term, which would turn
 // an infinite weight into NaN); m = β1·m + (1-β1)·g'; v = β2·v + (1-β2)·g'²;
 // w -= m / (sqrt(v / bc2) + ε) · lr / bc1.

@@ -58,7 +58,7 @@ TensorView decayed(Engine& e, const ArrayImpl& w, const TensorView& g, double wd
 }  // namespace
 
 void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean, const NDArray& variance,
-                 const AdamHyper& h) {
+                 const AdamHyper& hyper, const NDArray& steps) {
   detail::enter();
   const char* op = "adam_update";
   Pinned w = pin_weight(op, weight);
@@ -66,10 +66,23 @@ void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean
          v = pin_like(op, "variance", variance, *w);
   check_writable(op, *m);
   check_writable(op, *v);
+  AdamHyper h = hyper;
+  std::optional<Pinned> count;
+  if (steps.defined()) {
+    count.emplace(steps, op);
+    if (!((*count)->shape == Shape{}) || (*count)->dtype != DataType::float64)
+      throw InvalidArgument(fmt::format("{}: the step count {} must be a 0-d float64 array", op, describe(**count)));
+    check_same_device(op, *w, **count);
+    h.steps = static_cast<const double*>(view_of(**count).data);
+  }
   if (w->size() == 0) return;
   Engine& e = engine(w->device);
   const TensorView wv = view_of(*w), mv = view_of(*m), vv = view_of(*v);
   if (e.adam_update(wv, view_of(*g), mv, vv, h)) return;
+  if (h.steps)  // the composed maths below takes its bias corrections from the host
+    throw InvalidArgument(fmt::format("{}: a step count in device memory needs contiguous weight, gradient and state "
+                                      "of one floating dtype (the fused kernel); {} has other views",
+                                      op, describe(*w)));
   std::unique_ptr<Temp> gd;
   const TensorView gv = decayed(e, *w, view_of(*g), h.weight_decay, gd);
   e.binary(Binary::sub, mv, gv, mv);  // m = β1·(m - g') + g'

@@ -15,8 +15,11 @@
 
 namespace ndgc::ops {
 
+// `steps`, when given, is a 0-d float64 array on the weight's device holding
+// the step count t, from which the kernel computes the bias corrections
+// (hyper's are ignored): Note [Capturable optimizers] in nn/optimizer.cpp.
 void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean, const NDArray& variance,
-                 const AdamHyper& hyper);
+                 const AdamHyper& hyper, const NDArray& steps = NDArray());
 // `momentum` may be an empty handle (plain SGD).
 void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momentum, const SgdHyper& hyper);
 

@@ -14,10 +14,30 @@
 // that wrote `double loss = trainer.train_batch(b)` compile and read as
 // before; existing Metric subclasses keep update(double), which the default
 // accumulate() feeds by reading the loss.
+//
+// Note [Captured steps]
+// With cuda_graph, a training step is a DeviceGraph replay. What the graph
+// needs, and where it comes from:
+//   - inputs at fixed addresses: the StepGraph's own copies of a batch's
+//     arrays, in a sub-manager of the trainer's, refilled (assign_) before
+//     each replay. Every array the capture makes joins that sub-manager
+//     (an op's output joins its first input's), so it lives as long as the
+//     graph whatever auto-close does to it, and its memory comes from the
+//     graph's private pool either way;
+//   - state that lives on at fixed addresses: parameters, gradients (zeroed
+//     and accumulated in place), optimizer state and metric totals, all made
+//     by the kGraphWarmupSteps eager steps before the capture;
+//   - nothing the host computes per step: the optimizer is capturable, and a
+//     new learning rate drops the graph so the next step captures again.
+// The metrics and listeners run on the host after the replay, on the
+// graph's predictions and loss; the loss handed out is a copy in the batch's
+// manager, so a later replay cannot change a value someone reads late.
 #include <atomic>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "ndgc/device_graph.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/training.hpp"
 
@@ -46,7 +66,39 @@ const NDList& on_device(const NDList& list, Device device, NDList& moved) {
   return list;
 }
 
+// The same shapes and dtypes, array by array.
+bool same_layout(const NDList& a, const NDList& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i].shape() == b[i].shape()) || a[i].dtype() != b[i].dtype()) return false;
+  return true;
+}
+
+// Copies of `list` in `manager`, at addresses of their own.
+NDList copies_in(const ManagerRef& manager, const NDList& list) {
+  NDList out;
+  for (const NDArray& a : list) {
+    NDArray c = manager.zeros(a.shape(), a.dtype());
+    c.assign_(a);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void refill(const NDList& into, const NDList& from) {
+  for (std::size_t i = 0; i < into.size(); ++i) NDArray(into[i]).assign_(from[i]);
+}
+
 }  // namespace
+
+// See Note [Captured steps].
+struct Trainer::StepGraph {
+  NDManager manager;
+  NDList data, labels, predictions;
+  NDArray loss;
+  double learning_rate = 0;
+  std::optional<DeviceGraph> graph;
+};
 
 double LossValue::value() const {
   if (!read_) {
@@ -76,6 +128,16 @@ Trainer::Trainer(Model& model, TrainingConfig config)
   if (config_.workspace_mode == WorkspaceMode::enabled) {
     static std::atomic<std::uint64_t> next{1};
     workspace_name_ = fmt::format("TRAINER_STEP_{}", next.fetch_add(1, std::memory_order_relaxed));
+  }
+  if (config_.cuda_graph) {
+    if (device_.is_cpu())
+      throw InvalidArgument(fmt::format("Trainer: cuda_graph needs a model on a GPU; model '{}' is on {}",
+                                        model_.name(), device_.to_string()));
+    if (config_.gradient_reducer)
+      throw InvalidArgument("Trainer: cuda_graph cannot capture a gradient reducer's collectives; turn one off");
+    if (config_.workspace_mode == WorkspaceMode::enabled)
+      throw InvalidArgument("Trainer: cuda_graph and workspaces both own the step's memory; turn one off");
+    config_.optimizer->set_capturable(true);
   }
 }
 
@@ -110,24 +172,63 @@ LossValue Trainer::validate_batch(const data::Batch& batch, std::int64_t epoch) 
   return validate_step(batch, epoch);
 }
 
+// The device work of a step: forward, loss, backward, all-reduce, update.
+void Trainer::run_step(const NDList& data, const NDList& labels, std::int64_t batch_size, NDList& predictions,
+                       NDArray& loss) {
+  {
+    GradientCollector collector = new_gradient_collector();
+    predictions = forward(data);
+    loss = config_.loss->evaluate(labels, predictions);
+    GradientReducer* reducer = config_.gradient_reducer.get();
+    if (reducer && reducer->begin_reduction(parameter_arrays_, batch_size))  // all-reduces start during backward
+      collector.backward(loss, parameter_arrays_, [reducer](std::size_t i) { reducer->gradient_ready(i); });
+    else
+      collector.backward(loss);
+  }
+  if (config_.gradient_reducer) config_.gradient_reducer->reduce_gradients(parameter_arrays_, batch_size);
+  step();
+}
+
+// A step as a replay of the captured graph, capturing it first if need be;
+// false when this step runs eagerly. See Note [Captured steps].
+bool Trainer::replay_step(const NDList& data, const NDList& labels, NDList& predictions, NDArray& loss) {
+  if (!config_.cuda_graph) return false;
+  if (graph_warmups_ < kGraphWarmupSteps) {
+    ++graph_warmups_;
+    return false;
+  }
+  if (graph_ && graph_->learning_rate != config_.optimizer->learning_rate()) graph_.reset();
+  if (graph_ && !(same_layout(graph_->data, data) && same_layout(graph_->labels, labels))) return false;
+  if (!graph_) {
+    auto g = std::make_unique<StepGraph>();
+    g->manager = manager_.new_sub_manager("cuda graph");
+    g->data = copies_in(g->manager, data);
+    g->labels = copies_in(g->manager, labels);
+    g->learning_rate = config_.optimizer->learning_rate();
+    const std::int64_t rows = data.empty() || data[0].shape().rank() == 0 ? 1 : data[0].shape()[0];
+    g->graph.emplace(DeviceGraph::capture(device_, [&] { run_step(g->data, g->labels, rows, g->predictions, g->loss); }));
+    graph_ = std::move(g);
+    ++graph_captures_;
+  } else {
+    refill(graph_->data, data);
+    refill(graph_->labels, labels);
+  }
+  graph_->graph->replay();
+  ++graph_replays_;
+  predictions = graph_->predictions;
+  // A copy where the eager step's loss would be (the batch's manager): Note [Captured steps].
+  loss = data[0].manager().zeros({}, graph_->loss.dtype());
+  loss.assign_(graph_->loss);
+  return true;
+}
+
 LossValue Trainer::train_step(const data::Batch& batch, std::int64_t epoch) {
   NDList moved_data, moved_labels;
   const NDList& data = on_device(batch.data, device_, moved_data);
   const NDList& labels = on_device(batch.labels, device_, moved_labels);
   NDList predictions;
   NDArray loss;
-  {
-    GradientCollector collector = new_gradient_collector();
-    predictions = forward(data);
-    loss = config_.loss->evaluate(labels, predictions);
-    GradientReducer* reducer = config_.gradient_reducer.get();
-    if (reducer && reducer->begin_reduction(parameter_arrays_, batch.size))  // all-reduces start during backward
-      collector.backward(loss, parameter_arrays_, [reducer](std::size_t i) { reducer->gradient_ready(i); });
-    else
-      collector.backward(loss);
-  }
-  if (config_.gradient_reducer) config_.gradient_reducer->reduce_gradients(parameter_arrays_, batch.size);
-  step();
+  if (!replay_step(data, labels, predictions, loss)) run_step(data, labels, batch.size, predictions, loss);
   const LossValue value(std::move(loss));  // read by whoever asks: Note [Deferred loss]
   for (auto& m : train_metrics_) m->accumulate(labels, predictions, value);
   const BatchResult result{epoch, batch.index, batch.size, value, true};

@@ -303,7 +303,9 @@ TEST_CASE("host mirror: repeated reads reuse the host copy; every kind of GPU wr
   in.gpu.get("0").fill_(5);
   in.cpu.get("0").fill_(5);
   CHECK(in.gpu.to_vector<float>() == in.cpu.to_vector<float>());
-  in.gpu.close();
+  in.gpu.close();  // the views taken above still hold the storage, and its copy with it
+  CHECK(memory::stats(Device::gpu(0)).host_mirror_bytes == before + 4000);
+  d.gpu.close();  // the last view goes: the copy is freed with the storage
   CHECK(memory::stats(Device::gpu(0)).host_mirror_bytes == before);
 }
 

@@ -9,6 +9,7 @@
 
 #include "memory/caching_allocator.hpp"
 #include "memory/host_segment_source.hpp"
+#include "malloc_counter.hpp"
 
 using namespace ndgc::memory;
 
@@ -284,6 +285,78 @@ TEST_CASE("a cache hit calls no function of the source") {
   }
   CHECK(src.calls().total() == before);
   CHECK(cache.stats().cache_hits - hits == 100 * 6);
+}
+
+// Note [No heap on a hit]: split, merge and the allocated set take nothing
+// from the heap, also once the set has grown past its first buckets.
+TEST_CASE("a cache hit and its free make no heap allocation" * doctest::skip(!ndgc::test::kCountsMalloc)) {
+  HostSegmentSource src(256 * MiB);
+  CachingAllocator cache(src);
+  std::vector<void*> held(3000);  // 3000 blocks of 4 KiB in 6 small segments; more than the first buckets
+  for (int round = 0; round < 2; ++round) {  // the first round warms: segments, Blocks, buckets
+    std::size_t failed = 0;  // counted, not CHECKed, inside the measured span
+    const std::uint64_t before = ndgc::test::heap_allocations();
+    for (void*& p : held) failed += (p = cache.allocate(4 * KiB, 0)) == nullptr;
+    for (std::size_t i = 0; i < held.size(); i += 2) failed += !cache.free(held[i]);  // every other: no merges yet
+    for (std::size_t i = 1; i < held.size(); i += 2) failed += !cache.free(held[i]);  // each merges both sides
+    const std::uint64_t allocations = ndgc::test::heap_allocations() - before;
+    CHECK(failed == 0);
+    if (round == 1) CHECK(allocations == 0);
+  }
+  for (void* p : held) CHECK(cache.block_size(p) == 0);
+  CHECK(cache.stats().allocated_bytes == 0);
+  CHECK(cache.stats().segments == 6);
+}
+
+// Note [Private pools]
+TEST_CASE("a private pool: its own segments, its blocks for its requests alone, given to the stream on release") {
+  HostSegmentSource src(256 * MiB);
+  CachingAllocator cache(src);
+  constexpr StreamId kPool = (StreamId(1) << 63) | 1;
+  void* ordinary = cache.allocate(4 * KiB, 0);
+  cache.open_private_pool(kPool);
+  void* captured = cache.allocate(4 * KiB, 0);  // the stream asked for is overridden by the pool
+  void* scratch = cache.allocate(64 * KiB, 0);
+  CHECK(cache.stats().segments == 2);  // the pool's own segment
+  CHECK(cache.free(scratch));
+  void* again = cache.allocate(64 * KiB, 0);  // the pool's freed block serves the pool's next request
+  CHECK(again == scratch);
+  CHECK(cache.free(again));
+  cache.close_private_pool();
+  CHECK(cache.free(captured));  // back to the pool, not to stream 0
+  // Stream 0 never gets the pool's blocks: its requests come from its own segment (filled here to
+  // less than 1 MiB free).
+  std::vector<void*> held;
+  for (int i = 0; i < 16; ++i) {
+    held.push_back(cache.allocate(64 * KiB, 0));
+    const auto* p = static_cast<const char*>(held.back());
+    const auto* pool_start = static_cast<const char*>(captured);
+    CHECK_FALSE((p >= pool_start && p < pool_start + kSmallSegment));
+  }
+  CHECK(cache.stats().segments == 2);
+  cache.release_private_pool(kPool, 0);
+  void* reused = cache.allocate(1 * MiB, 0);  // only the released segment has this much free
+  CHECK(reused == captured);
+  CHECK(cache.stats().segments == 2);
+  for (void* p : held) CHECK(cache.free(p));
+  CHECK(cache.free(reused));
+  CHECK(cache.free(ordinary));
+  CHECK(cache.stats().allocated_bytes == 0);
+}
+
+TEST_CASE("releasing a private pool also hands over its blocks still in use") {
+  HostSegmentSource src(256 * MiB);
+  CachingAllocator cache(src);
+  constexpr StreamId kPool = (StreamId(1) << 63) | 3;
+  cache.open_private_pool(kPool);
+  void* kept = cache.allocate(8 * KiB, 0);  // an array made during a capture that outlives the graph
+  cache.close_private_pool();
+  cache.release_private_pool(kPool, 0);
+  CHECK(cache.free(kept));
+  void* next = cache.allocate(8 * KiB, 0);  // stream 0's now: its block is reused
+  CHECK(next == kept);
+  CHECK(cache.free(next));
+  CHECK(cache.stats().segments == 1);
 }
 
 TEST_CASE("statistics are exact after a sequence") {

@@ -133,3 +133,65 @@ TEST_CASE("fused and composed updates agree (strided views take the composed pat
 }
 
 }  // namespace ndgc
+
+namespace ndgc {
+
+// Note [Capturable optimizers]: the step count in device memory gives the
+// host count's bits, and the host takes the count back when the mode goes off.
+TEST_CASE("capturable Adam: the same bits as the host's step count, before and after the switch") {
+  NDManager m = NDManager::new_base_manager("capturable");
+  One plain_block, captured_block;
+  plain_block.initialize(m, Shape{3}, DataType::float32);
+  captured_block.initialize(m, Shape{3}, DataType::float32);
+  nn::Adam plain(0.01, 0.9, 0.999, 1e-8, 0.001), captured(0.01, 0.9, 0.999, 1e-8, 0.001);
+  CHECK_FALSE(captured.capturable());
+  auto step = [](One& block, nn::Adam& adam, int t) {
+    block.p->array().gradient().fill_(0.25 * t - 1);
+    adam.update(block.parameters());
+  };
+  for (int t = 1; t <= 9; ++t) {
+    if (t == 3) captured.set_capturable(true);   // from the host's count 2
+    if (t == 7) captured.set_capturable(false);  // back to the host, at 6
+    step(plain_block, plain, t);
+    step(captured_block, captured, t);
+    CHECK(captured_block.p->array().to_vector<float>() == plain_block.p->array().to_vector<float>());
+  }
+  CHECK(captured.update_count() == 9);
+}
+
+TEST_CASE("capturable Adam keeps its count in '<parameter>.adam_steps', made once") {
+  NDManager m = NDManager::new_base_manager("steps");
+  One block;
+  block.initialize(m, Shape{4}, DataType::float32);
+  nn::Adam adam;
+  adam.prepare(block.parameters());  // the moments
+  adam.set_capturable(true);
+  const std::size_t before = m.array_count();
+  for (int i = 0; i < 3; ++i) adam.update(block.parameters());
+  CHECK(m.array_count() == before + 1);
+  bool found = false;
+  for (const NDArray& a : m.managed_arrays())
+    if (a.name() == "w.adam_steps") {
+      found = true;
+      CHECK(a.dtype() == DataType::float64);
+      CHECK(a.item<double>() == 3);
+    }
+  CHECK(found);
+  adam.set_capturable(false);  // the count goes back to the host; the array is closed
+  CHECK(m.array_count() == before);
+}
+
+TEST_CASE("a step count in device memory: a 0-d float64 array, and only for the fused kernel") {
+  NDManager m = NDManager::new_base_manager("bad steps");
+  NDArray w = m.ones({3, 2}), g = m.ones({3, 2}), mean = m.zeros({3, 2}), var = m.zeros({3, 2});
+  const ops::AdamHyper h{0.01, 0.9, 0.999, 1e-8, 0, 1, 1};
+  CHECK_THROWS_WITH_AS(ops::adam_update(w, g, mean, var, h, m.ones({1}, DataType::float64)),
+                       doctest::Contains("must be a 0-d float64 array"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(ops::adam_update(w, g, mean, var, h, m.full({}, 1, DataType::float32)),
+                       doctest::Contains("must be a 0-d float64 array"), InvalidArgument);
+  NDArray strided = m.ones({2, 3}).transpose();
+  CHECK_THROWS_WITH_AS(ops::adam_update(strided, g, mean, var, h, m.full({}, 1, DataType::float64)),
+                       doctest::Contains("needs contiguous weight"), InvalidArgument);
+}
+
+}  // namespace ndgc

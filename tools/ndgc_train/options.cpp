@@ -118,6 +118,9 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
                  "Also write run-<config>-memory.csv: host and GPU bytes (in use, reserved by the caching "
                  "allocator) every N training steps (0: no such file)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--cuda-graph", o.cuda_graph,
+               "With --device gpu: capture the training step once in a CUDA graph and replay it for every batch "
+               "(not with --workspace on; --compare leaves the workspace run eager)");
   app.add_flag("--child", o.child, "(internal) a run started by --compare")->group("");
 
   // CLI11 parses a vector given last-argument-first.
@@ -147,6 +150,13 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
     }
     o.gpu_limit = memory::parse_size(gpu_limit_text, "--gpu-limit");
   }
+  if (o.cuda_graph && (o.device.is_cpu() || o.workspace)) {
+    ParseOutcome bad;
+    bad.exit_code = 2;
+    bad.message = o.device.is_cpu() ? "--cuda-graph: CUDA graphs replay GPU work, so it needs --device gpu or gpu:N\n"
+                                    : "--cuda-graph: not with --workspace on (both own the step's memory)\n";
+    return bad;
+  }
   ParseOutcome r;
   r.options = o;
   return r;
@@ -166,6 +176,7 @@ std::vector<std::string> child_arguments(const Options& o, AutoClose mode, bool 
   if (o.gpu_limit > 0) a.insert(a.end(), {"--gpu-limit", std::to_string(o.gpu_limit)});
   if (o.memory_every > 0) a.insert(a.end(), {"--memory-every", std::to_string(o.memory_every)});
   if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir.string()});
+  if (o.cuda_graph && !workspace) a.emplace_back("--cuda-graph");
   a.emplace_back("--child");
   return a;
 }

@@ -58,6 +58,7 @@ struct Options {
   Device device = Device::cpu();  // --device: where the model trains (the data stays on the host)
   std::uint64_t gpu_limit = 0;    // --gpu-limit: memory::set_limit on that GPU; 0: none
   std::int64_t memory_every = 0;  // --memory-every N: run-<config>-memory.csv every N steps; 0: none
+  bool cuda_graph = false;        // --cuda-graph: the training step replayed from a CUDA graph (GPU only)
 };
 
 struct ParseOutcome {

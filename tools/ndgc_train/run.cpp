@@ -90,6 +90,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     config.optimizer = std::make_shared<nn::Adam>(1e-3);
     config.metrics.push_back(std::make_shared<training::Accuracy>());
     config.workspace_mode = o.workspace ? training::WorkspaceMode::enabled : training::WorkspaceMode::none;
+    config.cuda_graph = o.cuda_graph;
     auto recorder = std::make_shared<EpochRecorder>(o.device, train.batch_count(), test.batch_count());
     config.listeners.push_back(recorder);  // first: see recorder.hpp
     std::shared_ptr<RankGatherer> gatherer;

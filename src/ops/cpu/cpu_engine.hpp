@@ -7,6 +7,8 @@
 // thread, so several threads can run ops side by side.
 #pragma once
 
+#include <initializer_list>
+
 #include <memory>
 
 #include "ops/engine.hpp"
@@ -45,6 +47,18 @@ class CpuEngine final : public Engine {
                    const TensorView& variance, const AdamHyper& hyper) override;
   bool sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
                   const SgdHyper& hyper) override;
+
+  // Whether each optional kernel above serves these views: the kernel
+  // returns exactly this, decided before it writes anything, so a caller may
+  // ask first (the simulated GPU records calls during a capture without
+  // running them: tests/sim_gpu.hpp).
+  static bool serves_relu_backward(const TensorView& x, const TensorView& g, const TensorView& out) noexcept;
+  static bool serves_matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) noexcept;
+  static bool serves_cross_entropy(const TensorView& logits, const TensorView& labels) noexcept;
+  static bool serves_cross_entropy_backward(const TensorView& logits, const TensorView& labels,
+                                            const TensorView& grad) noexcept;
+  // The fused updates: weight first, then the views of its shape (an empty momentum left out).
+  static bool serves_update(std::initializer_list<const TensorView*> views) noexcept;
 };
 
 CpuEngine& cpu_engine() noexcept;

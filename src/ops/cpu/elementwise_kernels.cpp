@@ -266,8 +266,12 @@ void CpuEngine::where(const TensorView& condition, const TensorView& a, const Te
   });
 }
 
+bool CpuEngine::serves_relu_backward(const TensorView& x, const TensorView& g, const TensorView& out) noexcept {
+  return is_floating(out.dtype) && x.dtype == out.dtype && g.dtype == out.dtype;
+}
+
 bool CpuEngine::relu_backward(const TensorView& x, const TensorView& g, const TensorView& out) {
-  if (!is_floating(out.dtype) || x.dtype != out.dtype || g.dtype != out.dtype) return false;
+  if (!serves_relu_backward(x, g, out)) return false;
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {

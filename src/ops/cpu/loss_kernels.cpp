@@ -21,11 +21,6 @@
 namespace ndgc::ops::cpu {
 namespace {
 
-bool served(const TensorView& logits, const TensorView& labels) {
-  return logits.rank == 2 && labels.rank == 1 && is_floating(logits.dtype) && logits.is_contiguous() &&
-         labels.is_contiguous() && labels.shape[0] == logits.shape[0] && labels.dtype != DataType::boolean;
-}
-
 // The class index of row r, checked: integral and inside [0, classes).
 template <class L>
 std::int64_t label_at(const L* labels, std::int64_t r, std::int64_t classes) {
@@ -102,9 +97,19 @@ void for_each_exp_chunk(const T* x, std::int64_t rows, std::int64_t classes, F&&
 
 }  // namespace
 
+bool CpuEngine::serves_cross_entropy(const TensorView& logits, const TensorView& labels) noexcept {
+  return logits.rank == 2 && labels.rank == 1 && is_floating(logits.dtype) && logits.is_contiguous() &&
+         labels.is_contiguous() && labels.shape[0] == logits.shape[0] && labels.dtype != DataType::boolean;
+}
+
+bool CpuEngine::serves_cross_entropy_backward(const TensorView& logits, const TensorView& labels,
+                                              const TensorView& grad) noexcept {
+  return serves_cross_entropy(logits, labels) && grad.is_contiguous() && grad.dtype == logits.dtype;
+}
+
 bool CpuEngine::sparse_softmax_cross_entropy(const TensorView& logits, const TensorView& labels,
                                              const TensorView& loss) {
-  if (!served(logits, labels)) return false;
+  if (!serves_cross_entropy(logits, labels)) return false;
   const std::int64_t rows = logits.shape[0], classes = logits.shape[1];
   dispatch(logits.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -137,7 +142,7 @@ bool CpuEngine::sparse_softmax_cross_entropy(const TensorView& logits, const Ten
 
 bool CpuEngine::sparse_softmax_cross_entropy_backward(const TensorView& logits, const TensorView& labels,
                                                       const TensorView& g, const TensorView& grad) {
-  if (!served(logits, labels) || !grad.is_contiguous() || grad.dtype != logits.dtype) return false;
+  if (!serves_cross_entropy_backward(logits, labels, grad)) return false;
   const std::int64_t rows = logits.shape[0], classes = logits.shape[1];
   dispatch(logits.dtype, [&](auto tag) {
     using T = decltype(tag);

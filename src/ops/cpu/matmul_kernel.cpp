@@ -74,8 +74,12 @@ void CpuEngine::matmul(const TensorView& a, const TensorView& b, const TensorVie
   });
 }
 
+bool CpuEngine::serves_matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) noexcept {
+  return out.rank == 2 && a.rank == 2 && b.rank == 2 && is_floating(out.dtype) && out.strides[1] == 1;
+}
+
 bool CpuEngine::matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) {
-  if (out.rank != 2 || a.rank != 2 || b.rank != 2 || !is_floating(out.dtype) || out.strides[1] != 1) return false;
+  if (!serves_matmul_add(a, b, out)) return false;
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);

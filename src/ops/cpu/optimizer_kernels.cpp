@@ -22,19 +22,12 @@ namespace {
 // tests/ops/optimizer_kernels_test.cpp checks the loops against a scalar
 // reference at lengths around the vector width.
 
-bool fusable(std::initializer_list<const TensorView*> views) {
-  const DataType t = (*views.begin())->dtype;
-  if (!is_floating(t)) return false;
-  for (const TensorView* v : views)
-    if (v->dtype != t || !v->is_contiguous()) return false;
-  return true;
-}
-
 template <class T>
 void adam(const TensorView& wv, const TensorView& gv, const TensorView& mv, const TensorView& vv,
           const AdamHyper& h) {
   const std::int64_t n = wv.size();
-  const update::AdamConstants<T> k = update::adam_constants<T>(h);
+  update::AdamConstants<T> k = update::adam_constants<T>(h);
+  if (h.steps) update::apply_steps(k, update::adam_steps(h));
   T* __restrict w = static_cast<T*>(wv.data);
   const T* __restrict g = static_cast<const T*>(gv.data);
   T* __restrict m = static_cast<T*>(mv.data);
@@ -75,9 +68,17 @@ void sgd(const TensorView& wv, const TensorView& gv, const TensorView& mv, const
 
 }  // namespace
 
+bool CpuEngine::serves_update(std::initializer_list<const TensorView*> views) noexcept {
+  const DataType t = (*views.begin())->dtype;
+  if (!is_floating(t)) return false;
+  for (const TensorView* v : views)
+    if (v->dtype != t || !v->is_contiguous()) return false;
+  return true;
+}
+
 bool CpuEngine::adam_update(const TensorView& weight, const TensorView& grad, const TensorView& mean,
                             const TensorView& variance, const AdamHyper& hyper) {
-  if (!fusable({&weight, &grad, &mean, &variance})) return false;
+  if (!serves_update({&weight, &grad, &mean, &variance})) return false;
   if (weight.dtype == DataType::float32) adam<float>(weight, grad, mean, variance, hyper);
   else adam<double>(weight, grad, mean, variance, hyper);
   return true;
@@ -85,7 +86,7 @@ bool CpuEngine::adam_update(const TensorView& weight, const TensorView& grad, co
 
 bool CpuEngine::sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
                            const SgdHyper& hyper) {
-  if (!fusable({&weight, &grad}) || (momentum.data && !fusable({&weight, &momentum}))) return false;
+  if (!(momentum.data ? serves_update({&weight, &grad, &momentum}) : serves_update({&weight, &grad}))) return false;
   if (weight.dtype == DataType::float32) sgd<float>(weight, grad, momentum, hyper);
   else sgd<double>(weight, grad, momentum, hyper);
   return true;

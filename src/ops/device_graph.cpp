@@ -1,0 +1,96 @@
+// DeviceGraph: a capture on the device's engine, memory from a private pool.
+//
+// Note [Device graphs]
+// A capture runs the work with the engine recording instead of launching
+// (the CUDA engine: stream capture on a stream of the capturing thread's,
+// ordered after everything queued on the device's stream; a replay is
+// queued on the device's stream) and the
+// device's allocator serving every request from a pool opened for this
+// graph (Note [Private pools] in memory/caching_allocator.cpp). The order
+// matters at both ends: the pool opens before the first recorded kernel can
+// ask for memory and closes after the last; the graph is destroyed before its
+// pool is released, so no replay can run on memory someone else has been
+// given. Pool keys are odd numbers with the top bit set, which no stream
+// handle (a pointer, or 0) is.
+#include "ndgc/device_graph.hpp"
+
+#include <atomic>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/reclaim_queue.hpp"
+#include "memory/allocator.hpp"
+#include "ndgc/error.hpp"
+#include "ops/engine.hpp"
+
+namespace ndgc {
+namespace {
+
+std::uint64_t next_pool() noexcept {
+  static std::atomic<std::uint64_t> next{0};
+  return (std::uint64_t(1) << 63) | (next.fetch_add(1, std::memory_order_relaxed) * 2 + 1);
+}
+
+}  // namespace
+
+struct DeviceGraph::Impl {
+  Impl(Device d, std::uint64_t p, std::unique_ptr<ops::CapturedGraph> g) : device(d), pool(p), graph(std::move(g)) {}
+  ~Impl() {
+    graph.reset();  // first: see Note [Device graphs]
+    memory::allocator(device).release_private_pool(pool);
+  }
+  Device device;
+  std::uint64_t pool;
+  std::unique_ptr<ops::CapturedGraph> graph;
+};
+
+DeviceGraph::DeviceGraph(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+DeviceGraph::DeviceGraph(DeviceGraph&&) noexcept = default;
+DeviceGraph& DeviceGraph::operator=(DeviceGraph&&) noexcept = default;
+DeviceGraph::~DeviceGraph() = default;
+
+DeviceGraph DeviceGraph::capture(Device device, const std::function<void()>& work) {
+  detail::enter();
+  if (device.is_cpu())
+    throw InvalidArgument("DeviceGraph::capture: cpu() has no device graphs; capture work on a GPU (Device::gpu(i))");
+  ops::Engine& engine = ops::engine(device);
+  memory::DeviceAllocator& allocator = memory::allocator(device);
+  const std::uint64_t pool = next_pool();
+  allocator.open_private_pool(pool);
+  if (!engine.begin_capture(device)) {
+    allocator.close_private_pool();
+    throw InvalidArgument(fmt::format("DeviceGraph::capture: the engine of {} cannot capture graphs",
+                                      device.to_string()));
+  }
+  try {
+    work();
+  } catch (...) {
+    try {
+      (void)engine.end_capture(device);
+    } catch (const Error&) {  // the work's error is the one to report
+    }
+    allocator.close_private_pool();
+    allocator.release_private_pool(pool);
+    throw;
+  }
+  allocator.close_private_pool();
+  std::unique_ptr<ops::CapturedGraph> graph;
+  try {
+    graph = engine.end_capture(device);
+  } catch (...) {
+    allocator.release_private_pool(pool);
+    throw;
+  }
+  return DeviceGraph(std::make_unique<Impl>(device, pool, std::move(graph)));
+}
+
+void DeviceGraph::replay() {
+  if (!impl_) throw InvalidArgument("DeviceGraph::replay: this graph was moved from");
+  detail::enter();
+  impl_->graph->replay();
+}
+
+Device DeviceGraph::device() const noexcept { return impl_ ? impl_->device : Device::cpu(); }
+
+}  // namespace ndgc

@@ -1,0 +1,101 @@
+// Device graphs on a real GPU (issue 14, item 3): what tests/ops/device_graph_test.cpp
+// and tests/training/trainer_graph_test.cpp check on the simulated GPU, through CUDA's
+// stream capture, cuBLAS included. Runs only where gpu_main.cpp found a usable device.
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <vector>
+
+#include <ndgc/ndgc.hpp>
+#include <ndgc/training.hpp>
+
+#include "toy_problem.hpp"
+
+using namespace ndgc;
+
+TEST_CASE("a CUDA graph records without running; replays run it on the inputs as they are then") {
+  NDManager g = NDManager::new_base_manager("graph", Device::gpu(0));
+  NDArray counter = g.zeros({3}), x = g.ones({2, 3}), w = g.full({3, 3}, 0.5);
+  NDArray y;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] {
+    counter.add_(1);
+    y = x.matmul(w).relu().sum({0});  // cuBLAS and a reduction inside the graph
+  });
+  CHECK(counter.to_vector<float>() == std::vector<float>{0, 0, 0});
+  graph.replay();
+  graph.replay();
+  CHECK(counter.to_vector<float>() == std::vector<float>{2, 2, 2});
+  CHECK(y.to_vector<float>() == std::vector<float>{3, 3, 3});
+  x.assign_(g.full({2, 3}, 2.0));
+  graph.replay();
+  CHECK(y.to_vector<float>() == std::vector<float>{6, 6, 6});
+}
+
+TEST_CASE("memory made during a CUDA graph's capture is not handed out while the graph lives") {
+  NDManager g = NDManager::new_base_manager("pool", Device::gpu(0));
+  NDArray x = g.ones({1 << 16});
+  std::optional<DeviceGraph> graph;
+  {
+    NDArray y;
+    graph.emplace(DeviceGraph::capture(Device::gpu(0), [&] { y = x.mul(2.0); }));
+    y.close();
+  }
+  NDArray z = g.zeros({1 << 16});
+  for (int i = 0; i < 3; ++i) graph->replay();
+  CHECK(z.sum().item<float>() == 0);
+  graph.reset();
+}
+
+TEST_CASE("host reads inside a CUDA graph's capture throw InvalidArgument; the device stays usable") {
+  NDManager g = NDManager::new_base_manager("host read", Device::gpu(0));
+  NDArray x = g.ones({4});
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)x.sum().item<float>(); }),
+                       doctest::Contains("while this thread captures a device graph"), InvalidArgument);
+  CHECK(x.sum().item<float>() == 4);
+  NDArray y;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] { y = x.add(x); });
+  graph.replay();
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 2, 2, 2});
+}
+
+namespace {
+
+std::vector<std::vector<float>> train_toy(bool graph, std::vector<std::map<std::string, double>>& history) {
+  NDManager host = NDManager::new_base_manager("host data");
+  data::ArrayDataset data = test::toy_problem(host, 100);
+  set_random_seed(21);
+  Model model("toy", std::make_unique<nn::Mlp>(test::kToyFeatures, test::kToyClasses, std::vector<std::int64_t>{16}),
+              Device::gpu(0));
+  model.initialize(Shape{test::kToyBatch, test::kToyFeatures});
+  training::TrainingConfig c = test::toy_config();
+  c.cuda_graph = graph;
+  training::Trainer trainer(model, c);
+  training::fit(trainer, 3, data, &data);
+  if (graph) {
+    CHECK(trainer.graph_captures() == 1);
+    CHECK(trainer.graph_replays() == 3 * 6 - training::Trainer::kGraphWarmupSteps);
+  }
+  history = trainer.history();
+  std::vector<std::vector<float>> out;
+  for (const nn::NamedParameter& p : model.parameters()) out.push_back(p.parameter->array().to_vector<float>());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("training steps replayed from a CUDA graph reach the eager steps' parameters and history") {
+  std::vector<std::map<std::string, double>> eager_history, graph_history;
+  const auto eager = train_toy(false, eager_history);
+  const std::uint64_t before = memory::stats(Device::gpu(0)).current_bytes;
+  const auto graphed = train_toy(true, graph_history);
+  CHECK(memory::stats(Device::gpu(0)).current_bytes == before);
+  REQUIRE(graphed.size() == eager.size());
+  for (std::size_t i = 0; i < eager.size(); ++i)
+    for (std::size_t j = 0; j < eager[i].size(); ++j) CHECK(graphed[i][j] == doctest::Approx(eager[i][j]).epsilon(1e-5));
+  REQUIRE(graph_history.size() == eager_history.size());
+  for (std::size_t e = 0; e < eager_history.size(); ++e)
+    for (const auto& [key, value] : eager_history[e]) {
+      CAPTURE(key);
+      CHECK(graph_history[e].at(key) == doctest::Approx(value).epsilon(1e-5));
+    }
+}

@@ -1,0 +1,108 @@
+// DeviceGraph (ops/device_graph.cpp) on the simulated GPU, which records a
+// capture and replays it as the CUDA engine does (tests/sim_gpu.hpp): a
+// capture runs nothing and each replay runs it all; inputs refilled in place
+// reach the replay; memory made during the capture is the graph's until it
+// goes (Note [Private pools]); host transfers and exceptions end a capture
+// cleanly; errors name what went wrong. tests/gpu/graph_test.cpp runs the
+// same on a GPU.
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include <ndgc/ndgc.hpp>
+
+#include "sim_gpu.hpp"
+
+using namespace ndgc;
+
+namespace {
+std::vector<float> values(const NDArray& a) { return a.to_vector<float>(); }
+}  // namespace
+
+TEST_CASE("a capture records without running; each replay runs the recording on the inputs as they are then") {
+  test::SimGpu gpu;
+  NDManager g = NDManager::new_base_manager("graph", Device::gpu(0));
+  NDArray counter = g.zeros({3}), x = g.ones({3});
+  NDArray y;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] {
+    counter.add_(1);
+    y = x.mul(2.0).add(1.0);
+  });
+  CHECK(graph.device() == Device::gpu(0));
+  CHECK(values(counter) == std::vector<float>{0, 0, 0});  // recorded, not run
+  graph.replay();
+  graph.replay();
+  CHECK(values(counter) == std::vector<float>{2, 2, 2});
+  CHECK(values(y) == std::vector<float>{3, 3, 3});
+  x.assign_(g.create(std::vector<float>{1, 2, 3}));  // new values, same memory
+  graph.replay();
+  CHECK(values(y) == std::vector<float>{3, 5, 7});
+  CHECK(values(counter) == std::vector<float>{3, 3, 3});
+  CHECK(gpu.engine().replays() == 3);
+}
+
+TEST_CASE("memory made during a capture is the graph's until the graph goes") {
+  test::SimGpu gpu;
+  NDManager g = NDManager::new_base_manager("pool", Device::gpu(0));
+  NDArray x = g.ones({256});
+  std::optional<DeviceGraph> graph;
+  {
+    NDArray y;
+    graph.emplace(DeviceGraph::capture(Device::gpu(0), [&] { y = x.mul(2.0); }));
+    y.close();  // its memory goes back to the graph's pool, where a replay writes it
+  }
+  NDArray z = g.zeros({256});  // the same size: a block the ordinary cache would hand out first
+  graph->replay();
+  CHECK(z.sum().item<float>() == 0);  // the replay wrote elsewhere
+  CHECK(memory::stats(Device::gpu(0)).reserved_bytes == 2 * (2 << 20));  // the graph's segment beside the ordinary one
+  graph.reset();  // its pool becomes ordinary cache (tests/memory/caching_allocator_test.cpp has the policy)
+  CHECK(memory::stats(Device::gpu(0)).reserved_bytes == 2 * (2 << 20));
+}
+
+TEST_CASE("a host transfer inside a capture throws InvalidArgument and ends the capture") {
+  test::SimGpu gpu;
+  NDManager g = NDManager::new_base_manager("host read", Device::gpu(0));
+  NDArray x = g.ones({4});
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)x.sum().item<float>(); }),
+                       doctest::Contains("a copy to the host while this thread captures"), InvalidArgument);
+  NDManager host = NDManager::new_base_manager("host");
+  NDArray h = host.ones({4});
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)h.to_device(Device::gpu(0)); }),
+                       doctest::Contains("a copy from the host while this thread captures"), InvalidArgument);
+  // The capture ended: the next one works, and eager reads work.
+  CHECK(x.sum().item<float>() == 4);
+  NDArray y;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] { y = x.add(x); });
+  graph.replay();
+  CHECK(values(y) == std::vector<float>{2, 2, 2, 2});
+}
+
+TEST_CASE("an exception thrown by the work ends the capture and reaches the caller") {
+  test::SimGpu gpu;
+  NDManager g = NDManager::new_base_manager("throws", Device::gpu(0));
+  NDArray x = g.ones({4});
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0),
+                                            [&] {
+                                              (void)x.mul(3.0);
+                                              throw std::runtime_error("the work failed");
+                                            }),
+                       "the work failed", std::runtime_error);
+  CHECK(x.sum().item<float>() == 4);  // eager work as ever
+  NDArray y;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] { y = x.mul(3.0); });
+  graph.replay();
+  CHECK(values(y) == std::vector<float>{3, 3, 3, 3});
+}
+
+TEST_CASE("DeviceGraph errors name the device and what to do") {
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::cpu(), [] {}), doctest::Contains("cpu() has no device graphs"),
+                       InvalidArgument);
+  test::SimGpu gpu;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [] {});
+  graph.replay();  // an empty graph is a graph
+  DeviceGraph moved = std::move(graph);
+  CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("moved from"), InvalidArgument);  // NOLINT(bugprone-use-after-move)
+  moved.replay();
+}

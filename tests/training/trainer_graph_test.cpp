@@ -1,0 +1,111 @@
+// Training steps replayed from a device graph (TrainingConfig::cuda_graph,
+// Note [Captured steps] in training/trainer.cpp), on the simulated GPU,
+// which records a capture and replays it as the CUDA engine does
+// (tests/sim_gpu.hpp). The same CPU kernels run in the same order either
+// way, so a graphed run must give the eager run's parameters and history
+// bit for bit: any value the capture froze (a step count, a learning rate,
+// an input address) would show. tests/gpu/graph_test.cpp runs it on a GPU.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ndgc/ndgc.hpp>
+#include <ndgc/training.hpp>
+
+#include "sim_gpu.hpp"
+#include "toy_problem.hpp"
+
+namespace ndgc {
+namespace {
+
+struct Run {
+  std::vector<std::vector<float>> parameters;
+  std::vector<std::map<std::string, double>> history;
+  std::int64_t captures = 0, replays = 0;
+};
+
+// Halves the learning rate at the end of every epoch (a schedule).
+struct HalveEachEpoch : training::TrainingListener {
+  void on_epoch_end(training::Trainer& trainer, std::int64_t) override {
+    trainer.config().optimizer->set_learning_rate(trainer.config().optimizer->learning_rate() / 2);
+  }
+};
+
+// `epochs` of fit() on `rows` rows (batches of 16), on the simulated gpu(0).
+Run train(bool graph, std::int64_t rows, std::int64_t epochs, bool schedule = false) {
+  NDManager host = NDManager::new_base_manager("host data");
+  data::ArrayDataset data = test::toy_problem(host, rows);
+  set_random_seed(21);
+  Model model("toy", std::make_unique<nn::Mlp>(test::kToyFeatures, test::kToyClasses, std::vector<std::int64_t>{16}),
+              Device::gpu(0));
+  model.initialize(Shape{test::kToyBatch, test::kToyFeatures});
+  training::TrainingConfig c = test::toy_config();
+  c.cuda_graph = graph;
+  if (schedule) c.listeners.push_back(std::make_shared<HalveEachEpoch>());
+  training::Trainer trainer(model, c);
+  training::fit(trainer, epochs, data, &data);
+  Run out;
+  for (const nn::NamedParameter& p : model.parameters()) out.parameters.push_back(p.parameter->array().to_vector<float>());
+  out.history = trainer.history();
+  out.captures = trainer.graph_captures();
+  out.replays = trainer.graph_replays();
+  return out;
+}
+
+void check_identical(const Run& graphed, const Run& eager) {
+  CHECK(graphed.parameters == eager.parameters);
+  REQUIRE(graphed.history.size() == eager.history.size());
+  for (std::size_t e = 0; e < eager.history.size(); ++e) CHECK(graphed.history[e] == eager.history[e]);
+}
+
+}  // namespace
+
+TEST_CASE("a graphed step trains to the eager step's parameters and history, bit for bit") {
+  test::SimGpu gpu;
+  const Run eager = train(false, 96, 3);  // 6 full batches an epoch
+  const Run graphed = train(true, 96, 3);
+  check_identical(graphed, eager);
+  CHECK(eager.captures == 0);
+  CHECK(eager.replays == 0);
+  CHECK(graphed.captures == 1);
+  CHECK(graphed.replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);
+  CHECK(gpu.engine().replays() == std::uint64_t(graphed.replays));
+  CHECK(gpu.bytes_in_use() == 0);  // the graph's arrays went with the trainer, the rest with the model
+}
+
+TEST_CASE("a batch of other shapes (the short last one) runs eagerly; the graph replays the rest") {
+  test::SimGpu gpu;
+  const Run eager = train(false, 100, 2);  // 6 batches of 16 and one of 4 an epoch
+  const Run graphed = train(true, 100, 2);
+  check_identical(graphed, eager);
+  CHECK(graphed.captures == 1);
+  CHECK(graphed.replays == 2 * 6 - training::Trainer::kGraphWarmupSteps);
+}
+
+TEST_CASE("a new learning rate is captured again") {
+  test::SimGpu gpu;
+  const Run eager = train(false, 96, 3, true);
+  const Run graphed = train(true, 96, 3, true);
+  check_identical(graphed, eager);
+  CHECK(graphed.captures == 3);  // one per epoch: the rate halves at each epoch's end
+  CHECK(graphed.replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);
+}
+
+TEST_CASE("cuda_graph needs a GPU and neither workspaces nor a gradient reducer") {
+  Model cpu_model("toy", std::make_unique<nn::Mlp>(test::kToyFeatures, test::kToyClasses, std::vector<std::int64_t>{4}));
+  cpu_model.initialize(Shape{test::kToyBatch, test::kToyFeatures});
+  training::TrainingConfig c = test::toy_config();
+  c.cuda_graph = true;
+  CHECK_THROWS_WITH_AS(training::Trainer(cpu_model, c), doctest::Contains("cuda_graph needs a model on a GPU"),
+                       InvalidArgument);
+  test::SimGpu gpu;
+  Model model("toy", std::make_unique<nn::Mlp>(test::kToyFeatures, test::kToyClasses, std::vector<std::int64_t>{4}),
+              Device::gpu(0));
+  model.initialize(Shape{test::kToyBatch, test::kToyFeatures});
+  c.workspace_mode = training::WorkspaceMode::enabled;
+  CHECK_THROWS_WITH_AS(training::Trainer(model, c), doctest::Contains("cuda_graph and workspaces"), InvalidArgument);
+}
+
+}  // namespace ndgc
