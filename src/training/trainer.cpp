@@ -29,9 +29,11 @@
 //     by the kGraphWarmupSteps eager steps before the capture;
 //   - nothing the host computes per step: the optimizer is capturable, and a
 //     new learning rate drops the graph so the next step captures again.
-// The metrics and listeners run on the host after the replay, on the
-// graph's predictions and loss; the loss handed out is a copy in the batch's
-// manager, so a later replay cannot change a value someone reads late.
+// The metrics and listeners run on the host after the replay, on copies of
+// the graph's predictions and loss in the batch's manager, as the eager
+// step's are: what the metrics make from them (Accuracy's arg-max) joins
+// the batch and closes with it instead of piling up in the graph's manager,
+// and a later replay cannot change a value someone reads late.
 #include <atomic>
 #include <optional>
 
@@ -74,14 +76,16 @@ bool same_layout(const NDList& a, const NDList& b) {
   return true;
 }
 
-// Copies of `list` in `manager`, at addresses of their own.
+// A copy of `a` in `manager`, at an address of its own: one kernel.
+NDArray copy_in(const ManagerRef& manager, const NDArray& a) {
+  NDArray c = a.dup();
+  c.attach(manager);
+  return c;
+}
+
 NDList copies_in(const ManagerRef& manager, const NDList& list) {
   NDList out;
-  for (const NDArray& a : list) {
-    NDArray c = manager.zeros(a.shape(), a.dtype());
-    c.assign_(a);
-    out.push_back(std::move(c));
-  }
+  for (const NDArray& a : list) out.push_back(copy_in(manager, a));
   return out;
 }
 
@@ -215,10 +219,11 @@ bool Trainer::replay_step(const NDList& data, const NDList& labels, NDList& pred
   }
   graph_->graph->replay();
   ++graph_replays_;
-  predictions = graph_->predictions;
-  // A copy where the eager step's loss would be (the batch's manager): Note [Captured steps].
-  loss = data[0].manager().zeros({}, graph_->loss.dtype());
-  loss.assign_(graph_->loss);
+  // Copies where the eager step's would be (the batch's manager), so what the
+  // metrics make from them closes with the batch: Note [Captured steps].
+  const ManagerRef batch = data[0].manager();
+  predictions = copies_in(batch, graph_->predictions);
+  loss = copy_in(batch, graph_->loss);
   return true;
 }
 

@@ -24,6 +24,14 @@ struct Run {
   std::vector<std::vector<float>> parameters;
   std::vector<std::map<std::string, double>> history;
   std::int64_t captures = 0, replays = 0;
+  std::vector<std::size_t> live_arrays;  // at each epoch's end
+};
+
+// Live arrays at each epoch's end (auto-close is off: what a step leaves, stays).
+struct CountArrays : training::TrainingListener {
+  explicit CountArrays(std::vector<std::size_t>& out) : counts(out) {}
+  void on_epoch_end(training::Trainer&, std::int64_t) override { counts.push_back(debug::snapshot().arrays.size()); }
+  std::vector<std::size_t>& counts;
 };
 
 // Halves the learning rate at the end of every epoch (a schedule).
@@ -44,9 +52,10 @@ Run train(bool graph, std::int64_t rows, std::int64_t epochs, bool schedule = fa
   training::TrainingConfig c = test::toy_config();
   c.cuda_graph = graph;
   if (schedule) c.listeners.push_back(std::make_shared<HalveEachEpoch>());
+  Run out;
+  c.listeners.push_back(std::make_shared<CountArrays>(out.live_arrays));
   training::Trainer trainer(model, c);
   training::fit(trainer, epochs, data, &data);
-  Run out;
   for (const nn::NamedParameter& p : model.parameters()) out.parameters.push_back(p.parameter->array().to_vector<float>());
   out.history = trainer.history();
   out.captures = trainer.graph_captures();
@@ -72,6 +81,10 @@ TEST_CASE("a graphed step trains to the eager step's parameters and history, bit
   CHECK(graphed.captures == 1);
   CHECK(graphed.replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);
   CHECK(gpu.engine().replays() == std::uint64_t(graphed.replays));
+  // A replayed step leaves nothing behind: what it makes closes with its batch.
+  REQUIRE(graphed.live_arrays.size() == 3);
+  CHECK(graphed.live_arrays[2] == graphed.live_arrays[1]);
+  CHECK(eager.live_arrays[2] == eager.live_arrays[1]);
   CHECK(gpu.bytes_in_use() == 0);  // the graph's arrays went with the trainer, the rest with the model
 }
 
