@@ -71,31 +71,41 @@ def evaluate(net, tx, ty, batch):
     return correct.item() / len(tx)
 
 
-def epochs_eager(x, y, tx, ty, batch, epochs, seed):
-    torch.manual_seed(seed)
-    net, loss_fn = model(), torch.nn.CrossEntropyLoss()
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+def time_epochs(net, x, tx, ty, batch, epochs, seed, train_batch, loss_total):
+    """Seconds per epoch: shuffled batches through train_batch(indices), the
+    loss total read once, then the test pass."""
     rng = np.random.default_rng(seed)
     times = []
     for _ in range(epochs):
         torch.cuda.synchronize()
         start = time.perf_counter()
         order = torch.from_numpy(rng.permutation(len(x)))
-        total = torch.zeros((), device="cuda")
+        loss_total.zero_()
         for s in range(len(x) // batch):
-            idx = order[s * batch:(s + 1) * batch]
-            xb = x[idx].pin_memory().cuda(non_blocking=True)
-            yb = y[idx].pin_memory().cuda(non_blocking=True)
-            loss = loss_fn(net(xb), yb)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.detach()
-        total.item()
+            train_batch(order[s * batch:(s + 1) * batch])
+        loss_total.item()
         accuracy = evaluate(net, tx, ty, batch)
         times.append(time.perf_counter() - start)
     print(f"torch accuracy {accuracy:.4f}", flush=True)
     return times
+
+
+def epochs_eager(x, y, tx, ty, batch, epochs, seed):
+    torch.manual_seed(seed)
+    net, loss_fn = model(), torch.nn.CrossEntropyLoss()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    total = torch.zeros((), device="cuda")
+
+    def train_batch(idx):
+        xb = x[idx].pin_memory().cuda(non_blocking=True)
+        yb = y[idx].pin_memory().cuda(non_blocking=True)
+        loss = loss_fn(net(xb), yb)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        total.add_(loss.detach())
+
+    return time_epochs(net, x, tx, ty, batch, epochs, seed, train_batch, total)
 
 
 def epochs_graph(x, y, tx, ty, batch, epochs, seed):
@@ -122,23 +132,13 @@ def epochs_graph(x, y, tx, ty, batch, epochs, seed):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         step()
-    rng = np.random.default_rng(seed)
-    times = []
-    for _ in range(epochs):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        order = torch.from_numpy(rng.permutation(len(x)))
-        total.zero_()
-        for s in range(len(x) // batch):
-            idx = order[s * batch:(s + 1) * batch]
-            static_x.copy_(x[idx].pin_memory(), non_blocking=True)
-            static_y.copy_(y[idx].pin_memory(), non_blocking=True)
-            graph.replay()
-        total.item()
-        accuracy = evaluate(net, tx, ty, batch)
-        times.append(time.perf_counter() - start)
-    print(f"torch accuracy {accuracy:.4f}", flush=True)
-    return times
+
+    def train_batch(idx):
+        static_x.copy_(x[idx].pin_memory(), non_blocking=True)
+        static_y.copy_(y[idx].pin_memory(), non_blocking=True)
+        graph.replay()
+
+    return time_epochs(net, x, tx, ty, batch, epochs, seed, train_batch, total)
 
 
 def main():

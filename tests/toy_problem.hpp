@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
@@ -30,6 +33,31 @@ inline training::TrainingConfig toy_config() {
   c.optimizer = std::make_shared<nn::Adam>(1e-2);
   c.metrics.push_back(std::make_shared<training::Accuracy>());
   return c;
+}
+
+// What a run of fit() on the toy problem ends with.
+struct ToyRun {
+  std::vector<std::vector<float>> parameters;
+  std::vector<std::map<std::string, double>> history;
+  std::int64_t graph_captures = 0, graph_replays = 0;
+};
+
+// `epochs` of fit() on `rows` rows of the toy problem (validated on them),
+// for an MLP with 16 hidden units on `device`, seeded alike every time.
+inline ToyRun fit_toy_problem(Device device, std::int64_t rows, std::int64_t epochs, training::TrainingConfig config) {
+  NDManager host = NDManager::new_base_manager("host data");
+  data::ArrayDataset data = toy_problem(host, rows);
+  set_random_seed(21);
+  Model model("toy", std::make_unique<nn::Mlp>(kToyFeatures, kToyClasses, std::vector<std::int64_t>{16}), device);
+  model.initialize(Shape{kToyBatch, kToyFeatures});
+  training::Trainer trainer(model, std::move(config));
+  training::fit(trainer, epochs, data, &data);
+  ToyRun out;
+  for (const nn::NamedParameter& p : model.parameters()) out.parameters.push_back(p.parameter->array().to_vector<float>());
+  out.history = trainer.history();
+  out.graph_captures = trainer.graph_captures();
+  out.graph_replays = trainer.graph_replays();
+  return out;
 }
 
 }  // namespace ndgc::test

@@ -119,32 +119,27 @@ void Adam::update_one(Parameter& p) {
   State& s = state(p);
   ++s.steps;
   const NDArray& w = p.array();
-  if (capturable()) {  // Note [Capturable optimizers]
+  ops::AdamHyper h{.learning_rate = learning_rate(),
+                   .beta1 = beta1_,
+                   .beta2 = beta2_,
+                   .epsilon = epsilon_,
+                   .weight_decay = weight_decay_,
+                   .bias_correction1 = 1,
+                   .bias_correction2 = 1};
+  NDArray steps;
+  if (capturable()) {  // the kernel computes the corrections: Note [Capturable optimizers]
     if (!s.device_steps.defined() || s.device_steps.is_closed() || s.device_steps.device() != w.device()) {
       s.device_steps = w.manager().full({}, double(s.steps - 1), DataType::float64);
       s.device_steps.set_name(p.name() + ".adam_steps");
     }
     s.device_steps.add_(1.0);
-    ops::adam_update(w, w.gradient(), s.mean, s.variance,
-                     {.learning_rate = learning_rate(),
-                      .beta1 = beta1_,
-                      .beta2 = beta2_,
-                      .epsilon = epsilon_,
-                      .weight_decay = weight_decay_,
-                      .bias_correction1 = 1,
-                      .bias_correction2 = 1},
-                     s.device_steps);
-    return;
+    steps = s.device_steps;
+  } else {
+    const double t = double(s.steps);
+    h.bias_correction1 = 1 - std::pow(beta1_, t);
+    h.bias_correction2 = 1 - std::pow(beta2_, t);
   }
-  const double t = double(s.steps);
-  ops::adam_update(w, w.gradient(), s.mean, s.variance,
-                   {.learning_rate = learning_rate(),
-                    .beta1 = beta1_,
-                    .beta2 = beta2_,
-                    .epsilon = epsilon_,
-                    .weight_decay = weight_decay_,
-                    .bias_correction1 = 1 - std::pow(beta1_, t),
-                    .bias_correction2 = 1 - std::pow(beta2_, t)});
+  ops::adam_update(w, w.gradient(), s.mean, s.variance, h, steps);
 }
 
 }  // namespace ndgc::nn

@@ -58,44 +58,23 @@ TEST_CASE("host reads inside a CUDA graph's capture throw InvalidArgument; the d
   CHECK(y.to_vector<float>() == std::vector<float>{2, 2, 2, 2});
 }
 
-namespace {
-
-std::vector<std::vector<float>> train_toy(bool graph, std::vector<std::map<std::string, double>>& history) {
-  NDManager host = NDManager::new_base_manager("host data");
-  data::ArrayDataset data = test::toy_problem(host, 100);
-  set_random_seed(21);
-  Model model("toy", std::make_unique<nn::Mlp>(test::kToyFeatures, test::kToyClasses, std::vector<std::int64_t>{16}),
-              Device::gpu(0));
-  model.initialize(Shape{test::kToyBatch, test::kToyFeatures});
-  training::TrainingConfig c = test::toy_config();
-  c.cuda_graph = graph;
-  training::Trainer trainer(model, c);
-  training::fit(trainer, 3, data, &data);
-  if (graph) {
-    CHECK(trainer.graph_captures() == 1);
-    CHECK(trainer.graph_replays() == 3 * 6 - training::Trainer::kGraphWarmupSteps);
-  }
-  history = trainer.history();
-  std::vector<std::vector<float>> out;
-  for (const nn::NamedParameter& p : model.parameters()) out.push_back(p.parameter->array().to_vector<float>());
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("training steps replayed from a CUDA graph reach the eager steps' parameters and history") {
-  std::vector<std::map<std::string, double>> eager_history, graph_history;
-  const auto eager = train_toy(false, eager_history);
+  training::TrainingConfig c = test::toy_config();
+  const test::ToyRun eager = test::fit_toy_problem(Device::gpu(0), 100, 3, c);
   const std::uint64_t before = memory::stats(Device::gpu(0)).current_bytes;
-  const auto graphed = train_toy(true, graph_history);
+  c.cuda_graph = true;
+  const test::ToyRun graphed = test::fit_toy_problem(Device::gpu(0), 100, 3, c);
   CHECK(memory::stats(Device::gpu(0)).current_bytes == before);
-  REQUIRE(graphed.size() == eager.size());
-  for (std::size_t i = 0; i < eager.size(); ++i)
-    for (std::size_t j = 0; j < eager[i].size(); ++j) CHECK(graphed[i][j] == doctest::Approx(eager[i][j]).epsilon(1e-5));
-  REQUIRE(graph_history.size() == eager_history.size());
-  for (std::size_t e = 0; e < eager_history.size(); ++e)
-    for (const auto& [key, value] : eager_history[e]) {
+  CHECK(graphed.graph_captures == 1);
+  CHECK(graphed.graph_replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);
+  REQUIRE(graphed.parameters.size() == eager.parameters.size());
+  for (std::size_t i = 0; i < eager.parameters.size(); ++i)
+    for (std::size_t j = 0; j < eager.parameters[i].size(); ++j)
+      CHECK(graphed.parameters[i][j] == doctest::Approx(eager.parameters[i][j]).epsilon(1e-5));
+  REQUIRE(graphed.history.size() == eager.history.size());
+  for (std::size_t e = 0; e < eager.history.size(); ++e)
+    for (const auto& [key, value] : eager.history[e]) {
       CAPTURE(key);
-      CHECK(graph_history[e].at(key) == doctest::Approx(value).epsilon(1e-5));
+      CHECK(graphed.history[e].at(key) == doctest::Approx(value).epsilon(1e-5));
     }
 }

@@ -20,13 +20,6 @@
 namespace ndgc {
 namespace {
 
-struct Run {
-  std::vector<std::vector<float>> parameters;
-  std::vector<std::map<std::string, double>> history;
-  std::int64_t captures = 0, replays = 0;
-  std::vector<std::size_t> live_arrays;  // at each epoch's end
-};
-
 // Live arrays at each epoch's end (auto-close is off: what a step leaves, stays).
 struct CountArrays : training::TrainingListener {
   explicit CountArrays(std::vector<std::size_t>& out) : counts(out) {}
@@ -41,29 +34,22 @@ struct HalveEachEpoch : training::TrainingListener {
   }
 };
 
+struct Run : test::ToyRun {
+  std::vector<std::size_t> live_arrays;  // at each epoch's end
+};
+
 // `epochs` of fit() on `rows` rows (batches of 16), on the simulated gpu(0).
 Run train(bool graph, std::int64_t rows, std::int64_t epochs, bool schedule = false) {
-  NDManager host = NDManager::new_base_manager("host data");
-  data::ArrayDataset data = test::toy_problem(host, rows);
-  set_random_seed(21);
-  Model model("toy", std::make_unique<nn::Mlp>(test::kToyFeatures, test::kToyClasses, std::vector<std::int64_t>{16}),
-              Device::gpu(0));
-  model.initialize(Shape{test::kToyBatch, test::kToyFeatures});
   training::TrainingConfig c = test::toy_config();
   c.cuda_graph = graph;
   if (schedule) c.listeners.push_back(std::make_shared<HalveEachEpoch>());
   Run out;
   c.listeners.push_back(std::make_shared<CountArrays>(out.live_arrays));
-  training::Trainer trainer(model, c);
-  training::fit(trainer, epochs, data, &data);
-  for (const nn::NamedParameter& p : model.parameters()) out.parameters.push_back(p.parameter->array().to_vector<float>());
-  out.history = trainer.history();
-  out.captures = trainer.graph_captures();
-  out.replays = trainer.graph_replays();
+  static_cast<test::ToyRun&>(out) = test::fit_toy_problem(Device::gpu(0), rows, epochs, std::move(c));
   return out;
 }
 
-void check_identical(const Run& graphed, const Run& eager) {
+void check_identical(const test::ToyRun& graphed, const test::ToyRun& eager) {
   CHECK(graphed.parameters == eager.parameters);
   REQUIRE(graphed.history.size() == eager.history.size());
   for (std::size_t e = 0; e < eager.history.size(); ++e) CHECK(graphed.history[e] == eager.history[e]);
@@ -76,11 +62,11 @@ TEST_CASE("a graphed step trains to the eager step's parameters and history, bit
   const Run eager = train(false, 96, 3);  // 6 full batches an epoch
   const Run graphed = train(true, 96, 3);
   check_identical(graphed, eager);
-  CHECK(eager.captures == 0);
-  CHECK(eager.replays == 0);
-  CHECK(graphed.captures == 1);
-  CHECK(graphed.replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);
-  CHECK(gpu.engine().replays() == std::uint64_t(graphed.replays));
+  CHECK(eager.graph_captures == 0);
+  CHECK(eager.graph_replays == 0);
+  CHECK(graphed.graph_captures == 1);
+  CHECK(graphed.graph_replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);
+  CHECK(gpu.engine().replays() == std::uint64_t(graphed.graph_replays));
   // A replayed step leaves nothing behind: what it makes closes with its batch.
   REQUIRE(graphed.live_arrays.size() == 3);
   CHECK(graphed.live_arrays[2] == graphed.live_arrays[1]);
@@ -93,8 +79,8 @@ TEST_CASE("a batch of other shapes (the short last one) runs eagerly; the graph 
   const Run eager = train(false, 100, 2);  // 6 batches of 16 and one of 4 an epoch
   const Run graphed = train(true, 100, 2);
   check_identical(graphed, eager);
-  CHECK(graphed.captures == 1);
-  CHECK(graphed.replays == 2 * 6 - training::Trainer::kGraphWarmupSteps);
+  CHECK(graphed.graph_captures == 1);
+  CHECK(graphed.graph_replays == 2 * 6 - training::Trainer::kGraphWarmupSteps);
 }
 
 TEST_CASE("a new learning rate is captured again") {
@@ -102,8 +88,8 @@ TEST_CASE("a new learning rate is captured again") {
   const Run eager = train(false, 96, 3, true);
   const Run graphed = train(true, 96, 3, true);
   check_identical(graphed, eager);
-  CHECK(graphed.captures == 3);  // one per epoch: the rate halves at each epoch's end
-  CHECK(graphed.replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);
+  CHECK(graphed.graph_captures == 3);  // one per epoch: the rate halves at each epoch's end
+  CHECK(graphed.graph_replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);
 }
 
 TEST_CASE("cuda_graph needs a GPU and neither workspaces nor a gradient reducer") {

@@ -125,14 +125,14 @@ std::string format_rank_table(const RankReport& r) {
   for (int k = 0; k < r.size; ++k) {
     const std::string title = fmt::format("rank {}", k);
     const int pad = std::max(0, width - int(title.size()));
-    out += " | " + std::string(std::size_t(pad / 2), ' ') + title + std::string(std::size_t(pad - pad / 2), ' ');
+    out.append(" | ").append(std::size_t(pad / 2), ' ').append(title).append(std::size_t(pad - pad / 2), ' ');
   }
   out += fmt::format("\n{:>6} | {:>8} {:>8}", "epoch", "s", "s");
   for (int k = 0; k < r.size; ++k)
-    out += " | " + (r.gpu ? fmt::format(fmt::runtime(group), "s", "MiB", "peak", "GPU MiB", "GPU peak")
-                          : fmt::format(fmt::runtime(group), "s", "MiB", "peak"));
-  out += "\n" + std::string(6, '-') + "-+-" + std::string(17, '-');
-  for (int k = 0; k < r.size; ++k) out += "-+-" + std::string(std::size_t(width), '-');
+    out.append(" | ").append(r.gpu ? fmt::format(fmt::runtime(group), "s", "MiB", "peak", "GPU MiB", "GPU peak")
+                                   : fmt::format(fmt::runtime(group), "s", "MiB", "peak"));
+  out.append("\n").append(6, '-').append("-+-").append(17, '-');
+  for (int k = 0; k < r.size; ++k) out.append("-+-").append(std::size_t(width), '-');
   out += "\n";
   for (std::size_t i = 0; i < r.epochs.size(); ++i) {
     const auto& ranks = r.epochs[i];

@@ -42,7 +42,7 @@ std::string format_report(const std::vector<RunResult>& runs) {
       out += fmt::format("{:<17} died of {}: {}\n", config_title(r.config) + ":", where_it_died(*r.failure),
                          r.failure->message);
   for (const RunResult& r : runs)
-    if (r.ranks) out += "\n" + format_rank_table(*r.ranks);
+    if (r.ranks) out.append("\n").append(format_rank_table(*r.ranks));
   for (const RunResult& r : runs) {
     if (!r.workspace) continue;
     const WorkspaceFigures& w = *r.workspace;
@@ -53,7 +53,7 @@ std::string format_report(const std::vector<RunResult>& runs) {
   }
   for (const RunResult& r : runs) {
     if (r.ranks && r.epochs.size() >= 2) {  // every rank's growth, rank 0's included
-      out += "\n" + format_rank_leak_report(*r.ranks);
+      out.append("\n").append(format_rank_leak_report(*r.ranks));
     } else if (std::string leak = format_leak_report(r); !leak.empty()) {
       out += "\n" + leak;
     } else if (r.epochs.size() >= 2 && !r.failure) {
