@@ -61,9 +61,11 @@ std::string why_no_device() noexcept;
 // so the consumer runs after it: correct with no events. A host read
 // synchronises that stream only (never the device). A block freed by the
 // allocator is reused on the same stream, so stream-ordered reuse needs no
-// event either (the caching allocator's record_event still gets one). Graph
-// capture (issue 14) also wants a single stream per step. Streams live for the
-// process: destroying one after main() returns races the driver's shutdown.
+// event either (the caching allocator's record_event still gets one). A graph
+// is captured on a stream of its own and replayed on this one (Note [Capture
+// stream]). Streams live for the process: destroying one after main()
+// returns races the driver's shutdown.
+
 // The stream this thread's work on `device` goes to: the device's one
 // stream (Note [One stream per device]), or while this thread captures a
 // graph, its capture stream.
