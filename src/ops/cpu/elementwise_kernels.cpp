@@ -8,11 +8,11 @@
 #include <cstring>
 #include <type_traits>
 
-#include <Eigen/Core>
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
 #include "ops/cpu/cpu_engine.hpp"
+#include "ops/cpu/eigen.hpp"
 #include "ops/cpu/strided.hpp"
 
 namespace ndgc::ops::cpu {

@@ -11,11 +11,11 @@
 #include <type_traits>
 #include <vector>
 
-#include <Eigen/Core>
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
 #include "ops/cpu/cpu_engine.hpp"
+#include "ops/cpu/eigen.hpp"
 #include "ops/cpu/strided.hpp"
 
 namespace ndgc::ops::cpu {

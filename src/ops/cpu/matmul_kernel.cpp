@@ -3,9 +3,8 @@
 // Each operand matrix is mapped without a copy when either of its last two
 // axes has stride 1: row-major with an outer stride, or column-major (a
 // transposed view) with an outer stride. Only other layouts are copied.
-#include <Eigen/Core>
-
 #include "ops/cpu/cpu_engine.hpp"
+#include "ops/cpu/eigen.hpp"
 #include "ops/cpu/strided.hpp"
 
 namespace ndgc::ops::cpu {

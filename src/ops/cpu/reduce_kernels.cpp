@@ -9,9 +9,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include <Eigen/Core>
-
 #include "ops/cpu/cpu_engine.hpp"
+#include "ops/cpu/eigen.hpp"
 #include "ops/cpu/strided.hpp"
 
 namespace ndgc::ops::cpu {
