@@ -25,8 +25,9 @@
 // destroyed. An exception thrown by the work ends the capture and is
 // rethrown. Capturing needs an engine with graphs (the CUDA engine):
 // InvalidArgument on cpu() or elsewhere.
-// Thread-safety: one thread captures; a graph replays on any thread, one
-// replay at a time.
+// Thread-safety: one capture at a time per device (a second, from another
+// thread or nested in the work, throws InvalidArgument); a graph replays on
+// any thread, one replay at a time.
 #pragma once
 
 #include <functional>

@@ -14,6 +14,7 @@
 // handle (a pointer, or 0) is.
 #include "ndgc/device_graph.hpp"
 
+#include <array>
 #include <atomic>
 #include <utility>
 
@@ -31,6 +32,23 @@ std::uint64_t next_pool() noexcept {
   static std::atomic<std::uint64_t> next{0};
   return (std::uint64_t(1) << 63) | (next.fetch_add(1, std::memory_order_relaxed) * 2 + 1);
 }
+
+// One capture at a time per device: the allocator has one private pool open
+// at a time, and every allocation on the device goes to it while it is.
+std::array<std::atomic<bool>, kMaxGpus> g_capturing{};
+
+struct CaptureSlot {
+  explicit CaptureSlot(Device device) : flag(g_capturing[std::size_t(device.index)]) {
+    if (flag.exchange(true, std::memory_order_acquire))
+      throw InvalidArgument(fmt::format("DeviceGraph::capture: {} is already capturing a graph (one capture at a "
+                                        "time per device: capture on one thread, or one after the other)",
+                                        device.to_string()));
+  }
+  ~CaptureSlot() { flag.store(false, std::memory_order_release); }
+  CaptureSlot(const CaptureSlot&) = delete;
+  CaptureSlot& operator=(const CaptureSlot&) = delete;
+  std::atomic<bool>& flag;
+};
 
 }  // namespace
 
@@ -54,8 +72,9 @@ DeviceGraph DeviceGraph::capture(Device device, const std::function<void()>& wor
   detail::enter();
   if (device.is_cpu())
     throw InvalidArgument("DeviceGraph::capture: cpu() has no device graphs; capture work on a GPU (Device::gpu(i))");
-  ops::Engine& engine = ops::engine(device);
+  ops::Engine& engine = ops::engine(device);  // first: it checks the device
   memory::DeviceAllocator& allocator = memory::allocator(device);
+  const CaptureSlot slot(device);
   const std::uint64_t pool = next_pool();
   allocator.open_private_pool(pool);
   if (!engine.begin_capture(device)) {

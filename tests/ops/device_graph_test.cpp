@@ -9,6 +9,8 @@
 
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <ndgc/ndgc.hpp>
@@ -94,6 +96,38 @@ TEST_CASE("an exception thrown by the work ends the capture and reaches the call
   DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] { y = x.mul(3.0); });
   graph.replay();
   CHECK(values(y) == std::vector<float>{3, 3, 3, 3});
+}
+
+TEST_CASE("one capture at a time per device: a second, nested or from another thread, throws InvalidArgument") {
+  test::SimGpu gpu;
+  NDManager g = NDManager::new_base_manager("two", Device::gpu(0));
+  NDArray x = g.ones({4});
+  NDArray y;
+  std::string nested_error, other_thread_error;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] {
+    y = x.mul(2.0);
+    try {
+      (void)DeviceGraph::capture(Device::gpu(0), [] {});
+    } catch (const InvalidArgument& e) {
+      nested_error = e.what();
+    }
+    std::thread other([&] {
+      try {
+        (void)DeviceGraph::capture(Device::gpu(0), [] {});
+      } catch (const InvalidArgument& e) {
+        other_thread_error = e.what();
+      }
+    });
+    other.join();
+  });
+  CHECK(nested_error.find("gpu(0) is already capturing a graph") != std::string::npos);
+  CHECK(other_thread_error.find("gpu(0) is already capturing a graph") != std::string::npos);
+  graph.replay();  // the refused captures left the first one's pool alone
+  NDArray z = g.zeros({4});
+  graph.replay();
+  CHECK(values(y) == std::vector<float>{2, 2, 2, 2});
+  CHECK(values(z) == std::vector<float>{0, 0, 0, 0});
+  DeviceGraph next = DeviceGraph::capture(Device::gpu(0), [] {});  // the slot is free again
 }
 
 TEST_CASE("DeviceGraph errors name the device and what to do") {
