@@ -121,6 +121,16 @@ Trainer::Trainer(Model& model, TrainingConfig config)
         "Trainer: model '{}' is not initialized; call model.initialize(input_shape) (or load()) first", model_.name()));
   for (const auto& l : config_.listeners)
     if (!l) throw InvalidArgument("Trainer: a listener in the configuration is null");
+  if (config_.cuda_graph) {
+    if (device_.is_cpu())
+      throw InvalidArgument(fmt::format("Trainer: cuda_graph needs a model on a GPU; model '{}' is on {}",
+                                        model_.name(), device_.to_string()));
+    if (config_.gradient_reducer)
+      throw InvalidArgument("Trainer: cuda_graph cannot capture a gradient reducer's collectives; turn one off");
+    if (config_.workspace_mode == WorkspaceMode::enabled)
+      throw InvalidArgument("Trainer: cuda_graph and workspaces both own the step's memory; turn one off");
+    config_.optimizer->set_capturable(true);
+  }
   parameters_ = model_.parameters();
   for (const nn::NamedParameter& p : parameters_) parameter_arrays_.push_back(p.parameter->array());
   config_.optimizer->prepare(parameters_);
@@ -132,16 +142,6 @@ Trainer::Trainer(Model& model, TrainingConfig config)
   if (config_.workspace_mode == WorkspaceMode::enabled) {
     static std::atomic<std::uint64_t> next{1};
     workspace_name_ = fmt::format("TRAINER_STEP_{}", next.fetch_add(1, std::memory_order_relaxed));
-  }
-  if (config_.cuda_graph) {
-    if (device_.is_cpu())
-      throw InvalidArgument(fmt::format("Trainer: cuda_graph needs a model on a GPU; model '{}' is on {}",
-                                        model_.name(), device_.to_string()));
-    if (config_.gradient_reducer)
-      throw InvalidArgument("Trainer: cuda_graph cannot capture a gradient reducer's collectives; turn one off");
-    if (config_.workspace_mode == WorkspaceMode::enabled)
-      throw InvalidArgument("Trainer: cuda_graph and workspaces both own the step's memory; turn one off");
-    config_.optimizer->set_capturable(true);
   }
 }
 
@@ -209,8 +209,8 @@ bool Trainer::replay_step(const NDList& data, const NDList& labels, NDList& pred
     g->data = copies_in(g->manager, data);
     g->labels = copies_in(g->manager, labels);
     g->learning_rate = config_.optimizer->learning_rate();
-    const std::int64_t rows = data.empty() || data[0].shape().rank() == 0 ? 1 : data[0].shape()[0];
-    g->graph.emplace(DeviceGraph::capture(device_, [&] { run_step(g->data, g->labels, rows, g->predictions, g->loss); }));
+    // The batch size only matters to a gradient reducer, which graph mode refuses.
+    g->graph.emplace(DeviceGraph::capture(device_, [&] { run_step(g->data, g->labels, 0, g->predictions, g->loss); }));
     graph_ = std::move(g);
     ++graph_captures_;
   } else {

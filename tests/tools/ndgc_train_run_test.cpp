@@ -18,11 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "ndgc_train/options.hpp"
+#include "leak_run.hpp"
 #include "ndgc_train/report.hpp"
-#include "ndgc_train/run.hpp"
 #include "sim_gpu.hpp"
-#include "small_fashion_mnist.hpp"
 
 namespace ndgc::train_tool {
 namespace {
@@ -30,25 +28,10 @@ namespace {
 namespace fs = std::filesystem;
 
 Options options(const SmallData& data, Device device, AutoClose autoclose, std::int64_t epochs = 3) {
-  Options o;
-  o.epochs = epochs;
-  o.batch_size = 16;  // 16 training and 4 test batches per epoch
-  o.seed = 7;
-  o.autoclose = autoclose;
-  o.leak = Leak::model;
-  o.data_dir = data.dir;
-  o.out = data.dir / "out";
-  o.device = device;
-  return o;
+  return leak_options(data, device, autoclose, epochs);
 }
 
-RunResult run(const Options& o) {
-  test::AutoClose restore(false);  // run_training sets the switch; put it back afterwards
-  std::ostringstream progress;
-  RunResult r = run_training(o, progress, false);
-  gc::poll();
-  return r;
-}
+RunResult run(const Options& o) { return run_in_process(o); }
 
 }  // namespace
 

@@ -425,6 +425,31 @@ TEST_CASE("options: bad --device and --gpu-limit values are errors naming the op
   }
 }
 
+TEST_CASE("options: --cuda-graph needs --device gpu, not with --workspace on; children but the workspace run get it") {
+  CHECK_FALSE(parse({}).options->cuda_graph);
+  ParseOutcome p = parse({"--device", "gpu", "--cuda-graph"});
+  REQUIRE(p.options);
+  CHECK(p.options->cuda_graph);
+  ParseOutcome c = parse(child_arguments(*p.options, AutoClose::on));
+  REQUIRE(c.options);
+  CHECK(c.options->cuda_graph);
+  c = parse(child_arguments(*p.options, AutoClose::off, /*workspace=*/true));
+  REQUIRE(c.options);
+  CHECK_FALSE(c.options->cuda_graph);
+  CHECK(c.options->workspace);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"--cuda-graph"}, "--cuda-graph: CUDA graphs replay GPU work, so it needs --device gpu or gpu:N"},
+      {{"--device", "gpu", "--cuda-graph", "--workspace", "on"}, "--cuda-graph: not with --workspace on"},
+  };
+  for (const auto& [args, mention] : bad) {
+    CAPTURE(args);
+    const ParseOutcome b = parse(args);
+    CHECK_FALSE(b.options);
+    CHECK(b.exit_code == 2);
+    CHECK(b.message.find(mention) != std::string::npos);
+  }
+}
+
 TEST_CASE("options: --memory-every N, in children too; a negative N is an error naming it") {
   CHECK(parse({}).options->memory_every == 0);
   ParseOutcome p = parse({"--memory-every", "50"});

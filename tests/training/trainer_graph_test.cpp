@@ -105,6 +105,18 @@ TEST_CASE("cuda_graph needs a GPU and neither workspaces nor a gradient reducer"
   model.initialize(Shape{test::kToyBatch, test::kToyFeatures});
   c.workspace_mode = training::WorkspaceMode::enabled;
   CHECK_THROWS_WITH_AS(training::Trainer(model, c), doctest::Contains("cuda_graph and workspaces"), InvalidArgument);
+  // A reducer of one rank: refused before the Trainer uses it (it would broadcast).
+  struct OneRank : training::GradientReducer {
+    int rank() const override { return 0; }
+    int size() const override { return 1; }
+    void broadcast_parameters(const NDList&) override { FAIL("the refused Trainer broadcast the parameters"); }
+    void reduce_gradients(const NDList&, std::int64_t) override {}
+    void sum(std::vector<double>&) override {}
+  };
+  c.workspace_mode = training::WorkspaceMode::none;
+  c.gradient_reducer = std::make_shared<OneRank>();
+  CHECK_THROWS_WITH_AS(training::Trainer(model, c), doctest::Contains("cuda_graph cannot capture a gradient reducer"),
+                       InvalidArgument);
 }
 
 }  // namespace ndgc
