@@ -27,6 +27,7 @@
 #include "ndgc/ndlist.hpp"
 #include "ndgc/nn.hpp"
 #include "ndgc/optimizer.hpp"
+#include "ndgc/parallel.hpp"
 #include "ndgc/scope.hpp"
 #include "ndgc/shape.hpp"
 #include "ndgc/training.hpp"
