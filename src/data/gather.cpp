@@ -1,6 +1,7 @@
 // Gathering rows into a new array. See gather.hpp.
 #include "data/gather.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "data/new_array.hpp"
 #include "ops/op_support.hpp"
 #include "ops/transfer.hpp"
+#include "support/parallel.hpp"
 
 namespace ndgc::data::detail {
 
@@ -36,19 +38,29 @@ NDArray gather_rows(const NDArray& source, std::span<const std::int64_t> indices
   const bool flat = src->device.is_cpu() && src->is_contiguous();
   ops::TensorView in = ops::view_of(*src), to = ops::view_of(*out);
 
-  for (std::size_t i = 0; i < indices.size() && row_bytes > 0;) {
-    std::size_t run = 1;  // consecutive source rows copy in one go
-    while (i + run < indices.size() && indices[i + run] == indices[i] + std::int64_t(run)) ++run;
-    if (flat) {
-      std::memcpy(dst + i * row_bytes, base + std::size_t(indices[i]) * row_bytes, run * row_bytes);
-    } else {
-      in.shape[0] = to.shape[0] = std::int64_t(run);
-      in.data = const_cast<char*>(base) + indices[i] * src->strides[0] * std::int64_t(elem);
-      to.data = dst + i * row_bytes;
-      ops::engine(src->device).copy(in, to);
+  // Runs of consecutive source rows copy in one go: memcpy on the pool for
+  // a contiguous host source, the engine's copy otherwise.
+  auto copy_rows = [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi;) {
+      std::int64_t run = 1;
+      while (i + run < hi && indices[std::size_t(i + run)] == indices[std::size_t(i)] + run) ++run;
+      const std::int64_t from = indices[std::size_t(i)];
+      if (flat) {
+        std::memcpy(dst + std::size_t(i) * row_bytes, base + std::size_t(from) * row_bytes, std::size_t(run) * row_bytes);
+      } else {
+        in.shape[0] = to.shape[0] = run;
+        in.data = const_cast<char*>(base) + from * src->strides[0] * std::int64_t(elem);
+        to.data = dst + std::size_t(i) * row_bytes;
+        ops::engine(src->device).copy(in, to);
+      }
+      i += run;
     }
-    i += run;
-  }
+  };
+  const auto count = std::int64_t(indices.size());
+  if (row_bytes > 0 && flat)
+    support::parallel_for(count, std::max<std::int64_t>(1, support::kGrainSize / row_elements), copy_rows);
+  else if (row_bytes > 0)
+    copy_rows(0, count);
   if (m.device() != src->device) {
     std::unique_ptr<ndgc::detail::ArrayImpl> moved = ops::new_output(shape, src->dtype, m.device(), site, op);
     ops::copy_between(ops::view_of(*out), src->device, ops::view_of(*moved), m.device());

@@ -25,6 +25,8 @@ constexpr OptionInfo kTable[] = {
     {"NDGC_MAX_PHYSICAL_BYTES", "0", "process resident-size limit (0: none)"},
     {"NDGC_DATA_DIR", "", "where datasets are read from (default /usr/share/datasets)"},
     {"NDGC_DIST_TIMEOUT", "600", "seconds a collective (ndgc::distributed) waits for the other ranks"},
+    {"NDGC_NUM_THREADS", "cores",
+     "intra-op threads, the caller included (default: the machine's cores, divided by the local ranks under mpirun)"},
 };
 
 std::string env(const char* name) {
@@ -57,6 +59,13 @@ Options parse() {
     o.dist_timeout = std::strtod(t.c_str(), &end);
     if (end == t.c_str() || *end != '\0' || !(o.dist_timeout > 0))
       throw InvalidArgument(fmt::format("NDGC_DIST_TIMEOUT='{}' is not a positive number of seconds", t));
+  }
+  if (std::string t = env("NDGC_NUM_THREADS"); !t.empty()) {
+    char* end = nullptr;
+    const long n = std::strtol(t.c_str(), &end, 10);
+    if (end == t.c_str() || *end != '\0' || n < 1 || n > 4096)
+      throw InvalidArgument(fmt::format("NDGC_NUM_THREADS='{}' is not a thread count: use an integer from 1 to 4096", t));
+    o.num_threads = int(n);
   }
   return o;
 }

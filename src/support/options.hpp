@@ -20,6 +20,7 @@ struct Options {
   std::uint64_t max_physical_bytes = 0; // NDGC_MAX_PHYSICAL_BYTES
   std::string data_dir;                 // NDGC_DATA_DIR, "" = the default location
   double dist_timeout = 600;            // NDGC_DIST_TIMEOUT, seconds
+  int num_threads = 0;                  // NDGC_NUM_THREADS, 0 = the machine's cores
 };
 
 // Parsed once; throws InvalidArgument for a malformed value.

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace ndgc::support {
 
@@ -38,6 +39,11 @@ class TaskRef {
   void* object_;
   void (*call_)(void*, std::int64_t);
 };
+
+// The default thread count: `configured` (NDGC_NUM_THREADS) when positive,
+// else `cores` divided by the local ranks (OMPI_COMM_WORLD_LOCAL_SIZE, may be
+// null), at least 1.
+int default_threads(int configured, unsigned cores, const char* local_ranks) noexcept;
 
 // Runs task(0) ... task(count - 1), spread over the pool when it is free and
 // this thread is not already inside a region; inline otherwise.
@@ -73,6 +79,27 @@ void parallel_chunks(std::int64_t n, std::int64_t chunk, Body&& body) {
     return;
   }
   run_tasks(count, TaskRef(task));
+}
+
+// The fixed chunks' partials, partial(begin, end) each, combined in chunk
+// order: combine(...combine(combine(partial_0, partial_1), partial_2)...).
+// The same bits at every thread count. Up to 64 partials live on the stack.
+template <class T, class Partial, class Combine>
+T parallel_reduce(std::int64_t n, std::int64_t chunk, T identity, Partial&& partial, Combine&& combine) {
+  if (n <= 0) return identity;
+  const std::int64_t count = (n + chunk - 1) / chunk;
+  if (count == 1) return partial(std::int64_t{0}, n);
+  T local[64];
+  std::vector<T> heap;
+  T* parts = local;
+  if (count > 64) {
+    heap.resize(std::size_t(count));
+    parts = heap.data();
+  }
+  parallel_chunks(n, chunk, [&](std::int64_t i, std::int64_t lo, std::int64_t hi) { parts[i] = partial(lo, hi); });
+  T total = parts[0];
+  for (std::int64_t i = 1; i < count; ++i) total = combine(total, parts[i]);
+  return total;
 }
 
 }  // namespace ndgc::support

@@ -122,13 +122,15 @@ SweepResult sweep(const std::function<std::unique_ptr<State>()>& setup,
 // ---- a training step ------------------------------------------------------------
 
 struct TrainState {
-  Model model{"fault-mlp", std::make_unique<nn::Mlp>(12, 4, std::vector<std::int64_t>{16, 8})};
+  explicit TrainState(std::vector<std::int64_t> hidden)
+      : model("fault-mlp", std::make_unique<nn::Mlp>(12, 4, std::move(hidden))) {}
+  Model model;
   std::unique_ptr<data::ArrayDataset> data;
   std::unique_ptr<training::Trainer> trainer;
 };
 
-std::unique_ptr<TrainState> train_setup(bool warm) {
-  auto s = std::make_unique<TrainState>();
+std::unique_ptr<TrainState> train_setup(bool warm, std::vector<std::int64_t> hidden = {16, 8}) {
+  auto s = std::make_unique<TrainState>(std::move(hidden));
   s->model.initialize(Shape{8, 12});
   set_random_seed(7);
   NDArray x = s->model.manager().random_normal({16, 12});
@@ -205,6 +207,19 @@ TEST_CASE("fault injection: every allocation of a training step fails once, clea
       report(what, r);
     }
   }
+}
+
+TEST_CASE("fault injection: a wide step whose kernels run on the pool fails as cleanly") {
+  // 512-wide layers: Adam and the weights' element-wise work are above
+  // the grain, so 3 threads split them (support/parallel.hpp).
+  // Allocations stay on the calling thread: the same sweep holds.
+  const int saved = num_threads();
+  set_num_threads(3);
+  test::AutoClose mode(true);
+  SweepResult r = sweep<TrainState>([] { return train_setup(true, {512, 512}); },
+                                    [](TrainState& s) { return s.model.manager(); }, train_step);
+  set_num_threads(saved);
+  report("a steady-state wide training step on 3 threads, auto-close on", r);
 }
 
 TEST_CASE("fault injection: every allocation of a predict() call fails once, cleanly") {

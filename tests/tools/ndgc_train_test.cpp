@@ -464,6 +464,28 @@ TEST_CASE("options: --memory-every N, in children too; a negative N is an error 
   CHECK(bad.message.find("--memory-every") != std::string::npos);
 }
 
+TEST_CASE("options: --compute-threads N, in children too; 0 is an error naming it") {
+  CHECK(parse({}).options->compute_threads == 0);  // ndgc::num_threads()'s default
+  ParseOutcome p = parse({"--compute-threads", "3"});
+  REQUIRE(p.options);
+  CHECK(p.options->compute_threads == 3);
+  ParseOutcome c = parse(child_arguments(*p.options, AutoClose::on));
+  REQUIRE(c.options);
+  CHECK(c.options->compute_threads == 3);
+  CHECK(c.options->threads == 1);  // --threads keeps its prefetch meaning
+  const ParseOutcome bad = parse({"--compute-threads", "0"});
+  CHECK_FALSE(bad.options);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.message.find("--compute-threads") != std::string::npos);
+}
+
+TEST_CASE("results: the compute thread count survives JSON and reaches the report") {
+  RunResult r = fake_run("on", {1.0, 1.0}, {200, 200});
+  r.compute_threads = 4;
+  CHECK(run_from_json(to_json(r)).compute_threads == 4);
+  CHECK(format_report({r}).find("4 compute threads") != std::string::npos);
+}
+
 TEST_CASE("results: GPU figures and a failure survive JSON; a document without them reads as a CPU run that finished") {
   const RunResult r = died_in_epoch_3();
   CHECK(run_from_json(to_json(r)) == r);
@@ -584,6 +606,9 @@ TEST_CASE("ndgc-train: errors give a message and a non-zero exit, no crash") {
                                 tmp.path.string()),
                     log) == 1);
   CHECK(read_text(log).find("Fashion-MNIST is not in") != std::string::npos);
+  CHECK(run_program(fmt::format("--data-dir '{}' --out '{}'", (tmp.path / "nothing").string(), tmp.path.string()), log,
+                    "NDGC_NUM_THREADS=lots") != 0);
+  CHECK(read_text(log).find("NDGC_NUM_THREADS='lots' is not a thread count") != std::string::npos);
 }
 
 TEST_CASE("ndgc-train --device gpu:N that this machine cannot use: exit 2, one line naming the device and why") {

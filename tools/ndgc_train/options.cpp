@@ -69,6 +69,10 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
   app.add_option("--threads", o.threads,
                  "1: batches are made on the training thread; 2 or more: a background thread prepares them ahead")
       ->check(CLI::Range(1, 256));
+  app.add_option("--compute-threads", o.compute_threads,
+                 "Threads inside each op, the training thread included (ndgc::set_num_threads; default: "
+                 "NDGC_NUM_THREADS, else the machine's cores, shared by the ranks under mpirun)")
+      ->check(CLI::Range(1, 4096));
   std::vector<std::string> modes{"off", "on"};
   if (trace_available) modes.emplace_back("trace");
   std::string autoclose_name = "off", leak_name = "none", workspace_name = "off";
@@ -173,6 +177,7 @@ std::vector<std::string> child_arguments(const Options& o, AutoClose mode, bool 
                              "--leak",          std::string(to_string(o.leak)),
                              "--out",           o.out.string(),
                              "--device",        device_argument(o.device)};
+  if (o.compute_threads > 0) a.insert(a.end(), {"--compute-threads", std::to_string(o.compute_threads)});
   if (o.gpu_limit > 0) a.insert(a.end(), {"--gpu-limit", std::to_string(o.gpu_limit)});
   if (o.memory_every > 0) a.insert(a.end(), {"--memory-every", std::to_string(o.memory_every)});
   if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir.string()});

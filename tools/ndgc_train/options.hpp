@@ -48,6 +48,7 @@ struct Options {
   std::int64_t limit_batches = 0;  // per epoch, training and test; 0: all
   std::uint64_t seed = 42;
   int threads = 1;  // >1: batches are prepared ahead on a background thread
+  int compute_threads = 0;  // --compute-threads: ndgc::set_num_threads; 0: ndgc::num_threads()'s default
   AutoClose autoclose = AutoClose::off;
   bool workspace = false;  // --workspace on: each step in a cyclic workspace
   Leak leak = Leak::none;

@@ -48,6 +48,7 @@ json run_json(const RunResult& r) {
           {"leak", r.leak},
           {"batches_per_epoch", r.batches_per_epoch},
           {"batch_size", r.batch_size},
+          {"compute_threads", r.compute_threads},
           {"seed", r.seed},
           {"device", r.device},
           {"epochs", std::move(epochs)},
@@ -101,6 +102,7 @@ RunResult run_from_json(const std::string& text) {
     r.leak = j.at("leak").get<std::string>();
     r.batches_per_epoch = j.at("batches_per_epoch").get<std::int64_t>();
     r.batch_size = j.at("batch_size").get<std::int64_t>();
+    r.compute_threads = j.value("compute_threads", 1);
     r.seed = j.at("seed").get<std::uint64_t>();
     for (const json& e : j.at("epochs")) {
       EpochRow row;

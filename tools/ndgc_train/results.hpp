@@ -83,6 +83,7 @@ struct RunResult {
   std::string leak;    // none, model
   std::int64_t batches_per_epoch = 0;
   std::int64_t batch_size = 0;
+  int compute_threads = 1;  // ndgc::num_threads() during the run
   std::uint64_t seed = 0;
   std::string device = "cpu";  // as --device spells it: "cpu", "gpu:0"
   std::vector<EpochRow> epochs;  // the epochs that finished

@@ -56,6 +56,9 @@ std::filesystem::path check_data(const Options& o) {
 }
 
 RunResult run_training(const Options& o, std::ostream& progress, bool terminal) {
+  // A malformed NDGC_NUM_THREADS is an error before any work.
+  if (o.compute_threads > 0) set_num_threads(o.compute_threads);
+  else (void)num_threads();
   const std::filesystem::path dir = check_data(o);
   set_autoclose(o.autoclose);
   set_random_seed(o.seed);
@@ -78,6 +81,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   result.leak = std::string(to_string(o.leak));
   result.batches_per_epoch = train.batch_count();
   result.batch_size = o.batch_size;
+  result.compute_threads = num_threads();
   result.seed = o.seed;
   result.device = device_argument(o.device);
   {

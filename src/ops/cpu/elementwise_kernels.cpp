@@ -140,7 +140,7 @@ bool eigen_binary(Binary op, const A& a, const B& b, void* out, std::int64_t n) 
 template <class T>
 void binary_typed(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) {
   const bool cmp = is_comparison(op);
-  for_each_row<3>({&a, &b, &out}, [&](auto& p, auto& s, std::int64_t n) {
+  parallel_for_each_row<3>({&a, &b, &out}, [&](auto& p, auto& s, std::int64_t n) {
     const T* pa = reinterpret_cast<const T*>(p[0]);
     const T* pb = reinterpret_cast<const T*>(p[1]);
     if constexpr (std::is_floating_point_v<T>) {
@@ -181,7 +181,7 @@ bool eigen_unary(Unary op, const T* in, T* out, std::int64_t n) {
 
 template <class T>
 void unary_typed(Unary op, const TensorView& in, const TensorView& out) {
-  for_each_row<2>({&out, &in}, [&](auto& p, auto& s, std::int64_t n) {
+  parallel_for_each_row<2>({&out, &in}, [&](auto& p, auto& s, std::int64_t n) {
     T* o = reinterpret_cast<T*>(p[0]);
     const T* x = reinterpret_cast<const T*>(p[1]);
     if constexpr (std::is_floating_point_v<T>) {
@@ -198,7 +198,7 @@ void CpuEngine::binary(Binary op, const TensorView& a, const TensorView& b, cons
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       // Booleans only compare (the ops layer rejects arithmetic on them).
-      for_each_row<3>({&a, &b, &out}, [&](auto& p, auto& s, std::int64_t n) {
+      parallel_for_each_row<3>({&a, &b, &out}, [&](auto& p, auto& s, std::int64_t n) {
         const bool* pa = reinterpret_cast<const bool*>(p[0]);
         const bool* pb = reinterpret_cast<const bool*>(p[1]);
         bool* o = reinterpret_cast<bool*>(p[2]);
@@ -238,7 +238,7 @@ void CpuEngine::where(const TensorView& condition, const TensorView& a, const Te
                       const TensorView& out) {
   dispatch(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    for_each_row<4>({&out, &condition, &a, &b}, [&](auto& p, auto& s, std::int64_t n) {
+    parallel_for_each_row<4>({&out, &condition, &a, &b}, [&](auto& p, auto& s, std::int64_t n) {
       T* o = reinterpret_cast<T*>(p[0]);
       const bool* c = reinterpret_cast<const bool*>(p[1]);
       const T* x = reinterpret_cast<const T*>(p[2]);
@@ -275,7 +275,7 @@ bool CpuEngine::relu_backward(const TensorView& x, const TensorView& g, const Te
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
-      for_each_row<3>({&out, &x, &g}, [&](auto& p, auto& s, std::int64_t n) {
+      parallel_for_each_row<3>({&out, &x, &g}, [&](auto& p, auto& s, std::int64_t n) {
         T* o = reinterpret_cast<T*>(p[0]);
         const T* px = reinterpret_cast<const T*>(p[1]);
         const T* pg = reinterpret_cast<const T*>(p[2]);
@@ -301,7 +301,7 @@ void CpuEngine::copy(const TensorView& in, const TensorView& out) {
     using From = decltype(from_tag);
     dispatch(out.dtype, [&](auto to_tag) {
       using To = decltype(to_tag);
-      for_each_row<2>({&out, &in}, [&](auto& p, auto& s, std::int64_t n) {
+      parallel_for_each_row<2>({&out, &in}, [&](auto& p, auto& s, std::int64_t n) {
         To* o = reinterpret_cast<To*>(p[0]);
         const From* x = reinterpret_cast<const From*>(p[1]);
         for (std::int64_t i = 0; i < n; ++i) o[i * s[0]] = convert<To>(x[i * s[1]]);
@@ -321,7 +321,7 @@ void CpuEngine::fill(const TensorView& out, double value) {
       if (std::size_t n = std::size_t(out.size())) std::memset(out.data, 0, n * sizeof(T));
       return;
     }
-    for_each_row<1>({&out}, [&](auto& p, auto& s, std::int64_t n) {
+    parallel_for_each_row<1>({&out}, [&](auto& p, auto& s, std::int64_t n) {
       T* o = reinterpret_cast<T*>(p[0]);
       if (s[0] == 1) {
         std::fill_n(o, n, v);

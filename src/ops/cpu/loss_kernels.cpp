@@ -17,6 +17,7 @@
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/cpu/eigen.hpp"
 #include "ops/cpu/strided.hpp"
+#include "support/parallel.hpp"
 
 namespace ndgc::ops::cpu {
 namespace {
@@ -95,6 +96,11 @@ void for_each_exp_chunk(const T* x, std::int64_t rows, std::int64_t classes, F&&
   }
 }
 
+// Rows per piece of work for the pool: about kGrainSize logits.
+std::int64_t rows_per_chunk(std::int64_t classes) {
+  return std::max<std::int64_t>(1, support::kGrainSize / std::max<std::int64_t>(1, classes));
+}
+
 }  // namespace
 
 bool CpuEngine::serves_cross_entropy(const TensorView& logits, const TensorView& labels) noexcept {
@@ -121,14 +127,25 @@ bool CpuEngine::sparse_softmax_cross_entropy(const TensorView& logits, const Ten
           const L* l = static_cast<const L*>(labels.data);
           double total = 0;
           if (classes > 0) {
-            for_each_exp_chunk(x, rows, classes, [&](std::int64_t r0, std::int64_t n, const T* e, const T* max) {
-              for (std::int64_t r = 0; r < n; ++r, e += classes) {
-                // -log softmax(row)[k] = log(sum of exp(row - max)) - (row[k] - max)
-                const T* row = x + (r0 + r) * classes;
-                const std::int64_t k = label_at(l, r0 + r, classes);
-                total += double(std::log(row_sum(e, classes))) - double(row[k] - max[r]);
-              }
-            });
+            // Fixed chunks of rows, their partial sums added in order: the
+            // same bits at any thread count (support/parallel.hpp).
+            total = support::parallel_reduce(
+                rows, rows_per_chunk(classes), 0.0,
+                [&](std::int64_t lo, std::int64_t hi) {
+                  double part = 0;
+                  for_each_exp_chunk(x + lo * classes, hi - lo, classes,
+                                     [&](std::int64_t r0, std::int64_t n, const T* e, const T* max) {
+                                       for (std::int64_t r = 0; r < n; ++r, e += classes) {
+                                         // -log softmax(row)[k] = log(sum of exp(row - max)) - (row[k] - max)
+                                         const std::int64_t row_index = lo + r0 + r;
+                                         const T* row = x + row_index * classes;
+                                         const std::int64_t k = label_at(l, row_index, classes);
+                                         part += double(std::log(row_sum(e, classes))) - double(row[k] - max[r]);
+                                       }
+                                     });
+                  return part;
+                },
+                [](double a, double b) { return a + b; });
           } else if (rows > 0) {
             label_at(l, 0, classes);  // no class can be a label: the error names row 0
           }
@@ -155,13 +172,16 @@ bool CpuEngine::sparse_softmax_cross_entropy_backward(const TensorView& logits, 
           const L* l = static_cast<const L*>(labels.data);
           for (std::int64_t r = 0; r < rows; ++r) label_at(l, r, classes);  // every label checked before writing
           if (classes > 0)
-            for_each_exp_chunk(x, rows, classes, [&](std::int64_t r0, std::int64_t n, const T* e, const T*) {
-              T* d = static_cast<T*>(grad.data) + r0 * classes;
-              for (std::int64_t r = 0; r < n; ++r, e += classes, d += classes) {
-                const T k = scale / row_sum(e, classes);
-                for (std::int64_t j = 0; j < classes; ++j) d[j] = e[j] * k;
-                d[label_at(l, r0 + r, classes)] -= scale;
-              }
+            support::parallel_chunks(rows, rows_per_chunk(classes), [&](std::int64_t, std::int64_t lo, std::int64_t hi) {
+              for_each_exp_chunk(x + lo * classes, hi - lo, classes,
+                                 [&](std::int64_t r0, std::int64_t n, const T* e, const T*) {
+                                   T* d = static_cast<T*>(grad.data) + (lo + r0) * classes;
+                                   for (std::int64_t r = 0; r < n; ++r, e += classes, d += classes) {
+                                     const T k = scale / row_sum(e, classes);
+                                     for (std::int64_t j = 0; j < classes; ++j) d[j] = e[j] * k;
+                                     d[label_at(l, lo + r0 + r, classes)] -= scale;
+                                   }
+                                 });
             });
         }
       });

@@ -6,6 +6,7 @@
 // and gets the composed update. See Note [One loop per update].
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/optimizer_math.hpp"
+#include "support/parallel.hpp"
 
 namespace ndgc::ops::cpu {
 namespace {
@@ -22,16 +23,18 @@ namespace {
 // tests/ops/optimizer_kernels_test.cpp checks the loops against a scalar
 // reference at lengths around the vector width.
 
+// Parameters above the grain update in fixed chunks of kGrainSize elements
+// on the pool; the chunks depend on the size alone, so the bits do not
+// depend on the thread count (support/parallel.hpp).
+template <class Chunk>
+void by_chunks(std::int64_t n, Chunk&& chunk) {
+  support::parallel_chunks(n, support::kGrainSize,
+                           [&](std::int64_t, std::int64_t lo, std::int64_t hi) { chunk(lo, hi - lo); });
+}
+
 template <class T>
-void adam(const TensorView& wv, const TensorView& gv, const TensorView& mv, const TensorView& vv,
-          const AdamHyper& h) {
-  const std::int64_t n = wv.size();
-  update::AdamConstants<T> k = update::adam_constants<T>(h);
-  if (h.steps) update::apply_steps(k, update::adam_steps(h));
-  T* __restrict w = static_cast<T*>(wv.data);
-  const T* __restrict g = static_cast<const T*>(gv.data);
-  T* __restrict m = static_cast<T*>(mv.data);
-  T* __restrict v = static_cast<T*>(vv.data);
+void adam_chunk(T* __restrict w, const T* __restrict g, T* __restrict m, T* __restrict v, std::int64_t n,
+                const update::AdamConstants<T>& k) {
   // Two loops, so that each is vectorised with `decay` a constant.
   if (k.wd != T(0)) {
 #pragma omp simd
@@ -43,12 +46,19 @@ void adam(const TensorView& wv, const TensorView& gv, const TensorView& mv, cons
 }
 
 template <class T>
-void sgd(const TensorView& wv, const TensorView& gv, const TensorView& mv, const SgdHyper& h) {
-  const std::int64_t n = wv.size();
-  const T lr = T(h.learning_rate), mu = T(h.momentum), wd = T(h.weight_decay);
-  T* __restrict w = static_cast<T*>(wv.data);
-  const T* __restrict g = static_cast<const T*>(gv.data);
-  T* __restrict m = static_cast<T*>(mv.data);
+void adam(const TensorView& wv, const TensorView& gv, const TensorView& mv, const TensorView& vv,
+          const AdamHyper& h) {
+  update::AdamConstants<T> k = update::adam_constants<T>(h);
+  if (h.steps) update::apply_steps(k, update::adam_steps(h));
+  T* w = static_cast<T*>(wv.data);
+  const T* g = static_cast<const T*>(gv.data);
+  T* m = static_cast<T*>(mv.data);
+  T* v = static_cast<T*>(vv.data);
+  by_chunks(wv.size(), [&](std::int64_t lo, std::int64_t n) { adam_chunk(w + lo, g + lo, m + lo, v + lo, n, k); });
+}
+
+template <class T>
+void sgd_chunk(T* __restrict w, const T* __restrict g, T* __restrict m, std::int64_t n, T lr, T mu, T wd) {
   // The four cases apart, so that each loop is vectorised with its branches
   // constant.
   if (m && wd != T(0)) {
@@ -64,6 +74,15 @@ void sgd(const TensorView& wv, const TensorView& gv, const TensorView& mv, const
 #pragma omp simd
     for (std::int64_t i = 0; i < n; ++i) update::sgd_step<T>(w[i], g[i], nullptr, lr, mu, wd, false);
   }
+}
+
+template <class T>
+void sgd(const TensorView& wv, const TensorView& gv, const TensorView& mv, const SgdHyper& h) {
+  T* w = static_cast<T*>(wv.data);
+  const T* g = static_cast<const T*>(gv.data);
+  T* m = static_cast<T*>(mv.data);
+  const T lr = T(h.learning_rate), mu = T(h.momentum), wd = T(h.weight_decay);
+  by_chunks(wv.size(), [&](std::int64_t lo, std::int64_t n) { sgd_chunk(w + lo, g + lo, m ? m + lo : nullptr, n, lr, mu, wd); });
 }
 
 }  // namespace

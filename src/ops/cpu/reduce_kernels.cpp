@@ -6,12 +6,14 @@
 // axes of a contiguous array (a bias gradient: sum over the batch) skips the
 // copy and uses a colwise reduction instead. max and min propagate NaN; see
 // Note [NaN in max and min].
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/cpu/eigen.hpp"
 #include "ops/cpu/strided.hpp"
+#include "support/parallel.hpp"
 
 namespace ndgc::ops::cpu {
 namespace {
@@ -71,40 +73,90 @@ struct WrappingSum {
 template <class T>
 constexpr bool kWraps = std::is_integral_v<T> && std::is_signed_v<T>;
 
-template <class T>
-void reduce_rows(Reduce op, const RowMat<T>& m, T* out) {
-  OutVec<T> o(out, m.rows());
+// One row or column reduced by Eigen (`v` a vector expression).
+template <class T, class V>
+T reduce_vector(Reduce op, const V& v) {
   if constexpr (kWraps<T>) {
-    if (op == Reduce::sum || op == Reduce::mean) {
-      o = m.rowwise().redux(WrappingSum<T>());
-      if (op == Reduce::mean) o /= T(m.cols());
-      return;
-    }
+    if (op == Reduce::sum || op == Reduce::mean) return v.redux(WrappingSum<T>());
   }
   switch (op) {
-    case Reduce::sum: o = m.rowwise().sum(); break;
-    case Reduce::mean: o = m.rowwise().sum() / T(m.cols()); break;
-    case Reduce::max: o = m.rowwise().redux(MaxOp<T>()); break;
-    case Reduce::min: o = m.rowwise().redux(MinOp<T>()); break;
+    case Reduce::sum:
+    case Reduce::mean: return v.sum();
+    case Reduce::max: return v.redux(MaxOp<T>());
+    case Reduce::min: return v.redux(MinOp<T>());
   }
+  return T(0);
+}
+
+template <class T>
+T combine(Reduce op, T a, T b) {
+  if constexpr (kWraps<T>) {
+    if (op == Reduce::sum || op == Reduce::mean) return WrappingSum<T>()(a, b);
+  }
+  switch (op) {
+    case Reduce::sum:
+    case Reduce::mean: return a + b;
+    case Reduce::max: return MaxOp<T>()(a, b);
+    case Reduce::min: return MinOp<T>()(a, b);
+  }
+  return a;
+}
+
+// Note [Reductions by fixed chunks]
+// Work above the grain is split where the shape alone says: whole rows (a
+// row's reduction does not depend on its neighbours), blocks of columns, or,
+// for a row longer than the grain, chunks of kGrainSize elements whose
+// partials combine in chunk order. Nothing depends on the thread count, so
+// a sum is the same bits on 1 thread or 7 (support/parallel.hpp).
+template <class T>
+void reduce_rows(Reduce op, const RowMat<T>& m, T* out) {
+  const std::int64_t rows = m.rows(), cols = m.cols();
+  if (cols > support::kGrainSize) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T total = support::parallel_reduce(
+          cols, support::kGrainSize, T(0),
+          [&](std::int64_t lo, std::int64_t hi) { return reduce_vector<T>(op, m.row(r).segment(lo, hi - lo)); },
+          [&](T a, T b) { return combine(op, a, b); });
+      out[r] = op == Reduce::mean ? T(total / T(cols)) : total;
+    }
+    return;
+  }
+  support::parallel_for(rows, std::max<std::int64_t>(1, support::kGrainSize / std::max<std::int64_t>(1, cols)),
+                        [&](std::int64_t lo, std::int64_t hi) {
+                          for (std::int64_t r = lo; r < hi; ++r) {
+                            const T v = reduce_vector<T>(op, m.row(r));
+                            out[r] = op == Reduce::mean ? T(v / T(cols)) : v;
+                          }
+                        });
 }
 
 template <class T>
 void reduce_cols(Reduce op, const RowMat<T>& m, T* out) {
-  OutVec<T> o(out, m.cols());
-  if constexpr (kWraps<T>) {
-    if (op == Reduce::sum || op == Reduce::mean) {
-      o = m.colwise().redux(WrappingSum<T>()).transpose();
-      if (op == Reduce::mean) o /= T(m.rows());
-      return;
+  const std::int64_t rows = m.rows(), cols = m.cols();
+  auto block = [&](std::int64_t lo, std::int64_t hi) {
+    auto sub = m.middleCols(lo, hi - lo);
+    OutVec<T> o(out + lo, hi - lo);
+    if constexpr (kWraps<T>) {
+      if (op == Reduce::sum || op == Reduce::mean) {
+        o = sub.colwise().redux(WrappingSum<T>()).transpose();
+        if (op == Reduce::mean) o /= T(rows);
+        return;
+      }
     }
+    switch (op) {
+      case Reduce::sum: o = sub.colwise().sum().transpose(); break;
+      case Reduce::mean: o = sub.colwise().sum().transpose() / T(rows); break;
+      case Reduce::max: o = sub.colwise().redux(MaxOp<T>()).transpose(); break;
+      case Reduce::min: o = sub.colwise().redux(MinOp<T>()).transpose(); break;
+    }
+  };
+  if (rows * cols <= support::kGrainSize) {
+    block(0, cols);
+    return;
   }
-  switch (op) {
-    case Reduce::sum: o = m.colwise().sum().transpose(); break;
-    case Reduce::mean: o = m.colwise().sum().transpose() / T(m.rows()); break;
-    case Reduce::max: o = m.colwise().redux(MaxOp<T>()).transpose(); break;
-    case Reduce::min: o = m.colwise().redux(MinOp<T>()).transpose(); break;
-  }
+  // Blocks of whole vectors' worth of columns (See Note [Reductions by fixed chunks]).
+  const std::int64_t width = std::max<std::int64_t>(16, support::kGrainSize / rows / 16 * 16);
+  support::parallel_chunks(cols, width, [&](std::int64_t, std::int64_t lo, std::int64_t hi) { block(lo, hi); });
 }
 
 // x is "better" than the current best: larger (smaller), or NaN, which wins
@@ -152,13 +204,17 @@ void CpuEngine::arg_reduce(bool max, const TensorView& in, int axis, const Tenso
   std::int64_t* o = static_cast<std::int64_t*>(out.data);
   dispatch(in.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const T* x = static_cast<const T*>(rows.data);
-    for (std::int64_t r = 0; r < s.rows; ++r, x += s.cols) {
-      std::int64_t best = 0;
-      for (std::int64_t c = 1; c < s.cols; ++c)
-        if (beats(max, x[c], x[best])) best = c;
-      o[r] = best;
-    }
+    const T* base = static_cast<const T*>(rows.data);
+    support::parallel_for(s.rows, std::max<std::int64_t>(1, support::kGrainSize / std::max<std::int64_t>(1, s.cols)),
+                          [&](std::int64_t lo, std::int64_t hi) {
+                            for (std::int64_t r = lo; r < hi; ++r) {
+                              const T* x = base + r * s.cols;
+                              std::int64_t best = 0;
+                              for (std::int64_t c = 1; c < s.cols; ++c)
+                                if (beats(max, x[c], x[best])) best = c;
+                              o[r] = best;
+                            }
+                          });
   });
 }
 
@@ -179,17 +235,22 @@ void CpuEngine::softmax(const TensorView& in, int axis, bool log, const TensorVi
       Eigen::Map<Mat> y(static_cast<T*>(target.data), s.rows, s.cols);
       // Subtracting the row max keeps exp() finite. Row by row: whole-matrix
       // rowwise() reductions would allocate two temporary columns per call.
-      for (Eigen::Index r = 0; s.cols > 0 && r < s.rows; ++r) {
-        auto xr = x.row(r);
-        auto yr = y.row(r);
-        yr = xr - xr.maxCoeff();
-        if (log) {
-          yr -= std::log(yr.exp().sum());
-        } else {
-          yr = yr.exp();
-          yr /= yr.sum();
-        }
-      }
+      // Rows are independent, so the pool may take them in any pieces.
+      if (s.cols == 0) return;
+      support::parallel_for(s.rows, std::max<std::int64_t>(1, support::kGrainSize / s.cols),
+                            [&](std::int64_t lo, std::int64_t hi) {
+                              for (Eigen::Index r = lo; r < hi; ++r) {
+                                auto xr = x.row(r);
+                                auto yr = y.row(r);
+                                yr = xr - xr.maxCoeff();
+                                if (log) {
+                                  yr -= std::log(yr.exp().sum());
+                                } else {
+                                  yr = yr.exp();
+                                  yr /= yr.sum();
+                                }
+                              }
+                            });
     }
   });
   if (out_scratch) copy(target, out_rows);

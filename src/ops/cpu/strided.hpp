@@ -9,6 +9,7 @@
 // vectoriser (and Eigen, for contiguous float rows) does the real work.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "ndgc/dtype.hpp"
 #include "ops/engine.hpp"
 #include "ops/random_stream.hpp"
+#include "support/parallel.hpp"
 
 namespace ndgc::ops::cpu {
 
@@ -67,28 +69,38 @@ Walk<N> coalesce(const std::array<const TensorView*, N>& views) noexcept {
   return w;
 }
 
-// Calls row(ptrs, inner_strides, n) for every innermost row; pointers are
-// bytes, strides are in elements of each operand.
+// Calls row(ptrs, inner_strides, n) for the rows, whole or cut, that hold
+// elements [lo, hi) of w's row-major order; pointers are bytes, strides are
+// in elements of each operand.
 template <std::size_t N, class Row>
-void for_each_row(const std::array<const TensorView*, N>& views, Row&& row) {
+void for_each_row_in(const std::array<const TensorView*, N>& views, const Walk<N>& w, std::int64_t lo,
+                     std::int64_t hi, Row&& row) {
   std::array<char*, N> p;
   std::array<std::int64_t, N> esize;
   for (std::size_t k = 0; k < N; ++k) {
     p[k] = static_cast<char*>(views[k]->data);
     esize[k] = std::int64_t(size_of(views[k]->dtype));
   }
-  if (views[0]->size() == 0) return;
-  Walk<N> w = coalesce(views);
   std::array<std::int64_t, N> inner{};
   if (w.rank == 0) {
-    row(p, inner, std::int64_t(1));
+    if (lo < hi) row(p, inner, std::int64_t(1));
     return;
   }
   const int last = w.rank - 1;
   for (std::size_t k = 0; k < N; ++k) inner[k] = w.strides[k][last];
   std::int64_t idx[kMaxRank] = {};
-  for (;;) {
-    row(p, inner, w.shape[last]);
+  for (std::int64_t d = last, rest = lo; d >= 0; --d) {
+    idx[d] = rest % w.shape[d];
+    rest /= w.shape[d];
+    for (std::size_t k = 0; k < N; ++k) p[k] += idx[d] * w.strides[k][d] * esize[k];
+  }
+  for (std::int64_t left = hi - lo; left > 0;) {
+    const std::int64_t n = std::min(w.shape[last] - idx[last], left);
+    row(p, inner, n);
+    left -= n;
+    // Back to the row's start, then on to the next row.
+    for (std::size_t k = 0; k < N; ++k) p[k] -= idx[last] * w.strides[k][last] * esize[k];
+    idx[last] = 0;
     int d = last - 1;
     for (; d >= 0; --d) {
       for (std::size_t k = 0; k < N; ++k) p[k] += w.strides[k][d] * esize[k];
@@ -98,6 +110,31 @@ void for_each_row(const std::array<const TensorView*, N>& views, Row&& row) {
     }
     if (d < 0) return;
   }
+}
+
+// Every innermost row of the views, in order, on the calling thread.
+template <std::size_t N, class Row>
+void for_each_row(const std::array<const TensorView*, N>& views, Row&& row) {
+  if (views[0]->size() == 0) return;
+  for_each_row_in(views, coalesce(views), 0, views[0]->size(), row);
+}
+
+// The same rows for element-wise kernels, whose rows do not depend on one
+// another: above the grain, cut into fixed chunks of support::kGrainSize
+// elements that the pool runs in any order. The cuts depend on the shape
+// alone, so each row piece, and with it which elements take Eigen's vector
+// path and which its scalar tail, is the same at every thread count.
+template <std::size_t N, class Row>
+void parallel_for_each_row(const std::array<const TensorView*, N>& views, Row&& row) {
+  const std::int64_t size = views[0]->size();
+  if (size <= support::kGrainSize) {
+    for_each_row(views, row);
+    return;
+  }
+  const Walk<N> w = coalesce(views);
+  support::parallel_chunks(size, support::kGrainSize, [&](std::int64_t, std::int64_t lo, std::int64_t hi) {
+    for_each_row_in(views, w, lo, hi, row);
+  });
 }
 
 }  // namespace ndgc::ops::cpu
