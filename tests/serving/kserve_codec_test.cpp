@@ -1,0 +1,68 @@
+// KServe v2 JSON decoding and encoding (src/serving/kserve_codec.cpp): nested
+// and flat data, KServe's own example, and a 400 naming each problem.
+#include <doctest/doctest.h>
+
+#include "serving/kserve_codec.hpp"
+
+namespace ndgc::serving {
+namespace {
+
+TensorSpec spec4() {
+  TensorSpec s;
+  s.inputs = 4;
+  s.outputs = 3;
+  return s;
+}
+
+void rejects(const std::string& body, const char* message) {
+  CAPTURE(body);
+  try {
+    decode_infer_request(body, spec4());
+    FAIL("accepted");
+  } catch (const HttpError& e) {
+    CHECK(e.status() == 400);
+    CHECK_MESSAGE(std::string(e.what()).find(message) != std::string::npos, e.what());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("KServe's example request, nested and flat, decodes row-major") {
+  // The example of KServe's v2 protocol documentation (its input renamed to the model's).
+  const InferRequest nested = decode_infer_request(
+      R"({"id":"42","inputs":[{"name":"input","shape":[2,4],"datatype":"FP32","data":[[6.8,2.8,4.8,1.4],[6.0,3.4,4.5,1.6]]}]})",
+      spec4());
+  CHECK(nested.id == std::optional<std::string>("42"));
+  CHECK(nested.rows == 2);
+  CHECK(nested.data == std::vector<float>{6.8f, 2.8f, 4.8f, 1.4f, 6.0f, 3.4f, 4.5f, 1.6f});
+  const InferRequest flat = decode_infer_request(
+      R"({"inputs":[{"name":"input","shape":[2,4],"datatype":"FP32","data":[6.8,2.8,4.8,1.4,6,3,4,1]}],"outputs":[{"name":"output"}]})",
+      spec4());
+  CHECK(!flat.id);
+  CHECK(flat.data.size() == 8);
+}
+
+TEST_CASE("each bad request is a 400 naming the problem") {
+  rejects("{", "malformed JSON");
+  rejects("[]", "must be a JSON object");
+  rejects("{}", "no 'inputs'");
+  rejects(R"({"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]})", "unknown input 'x'");
+  rejects(R"({"inputs":[{"name":"input","shape":[1,4],"datatype":"INT64","data":[1,2,3,4]}]})", "datatype 'INT64'");
+  rejects(R"({"inputs":[{"name":"input","shape":[1,5],"datatype":"FP32","data":[1,2,3,4,5]}]})", "has shape [1,5]");
+  rejects(R"({"inputs":[{"name":"input","shape":[2,4],"datatype":"FP32","data":[1,2,3,4]}]})", "has 4 values");
+  rejects(R"({"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[1,2,3,4,5]}]})", "more than the 4");
+  rejects(R"({"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[1,2,"3",4]}]})", "must hold numbers");
+  rejects(R"({"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[[[[[[[[[[1]]]]]]]]]]}]})", "nested too deeply");
+  rejects(R"({"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}],"outputs":[{"name":"y"}]})",
+          "unknown output 'y'");
+  rejects(R"({"inputs":[{"name":"input","shape":[4611686018427387904,4],"datatype":"FP32","data":[1]}]})", "has shape");
+}
+
+TEST_CASE("responses and errors are valid JSON with escaped text") {
+  const float y[6] = {1.5f, -2, 0, 0.25f, 1e-3f, 3};
+  CHECK(encode_infer_response("m", std::string("a\"b"), spec4(), 2, y) ==
+        R"({"id":"a\"b","model_name":"m","model_version":"1","outputs":[{"name":"output","datatype":"FP32","shape":[2,3],"data":[1.5,-2,0,0.25,0.001,3]}]})");
+  CHECK(error_body("bad \"x\"\n") == R"({"error":"bad \"x\"\n"})");
+}
+
+}  // namespace ndgc::serving
