@@ -2,6 +2,7 @@
 // limits and one deadline, hand to the Handler, write the Reply, repeat.
 #include "serving/http_server.hpp"
 
+#include <array>
 #include <optional>
 
 #include <boost/asio/dispatch.hpp>
@@ -60,6 +61,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void refuse(unsigned status, const std::string& message) {
     keep_alive_ = false;
+    linger_ = true;
     version_ = 11;
     write(std::make_shared<Response>(on_limit_(status, message)));
   }
@@ -72,8 +74,30 @@ class Session : public std::enable_shared_from_this<Session> {
     http::async_write(stream_, *response, [self = shared_from_this(), response](beast::error_code ec, std::size_t) {
       if (self->counted_) self->in_flight_.fetch_sub(1);
       self->counted_ = false;
-      if (ec || !self->keep_alive_) return self->close();
+      if (ec) return self->close();
+      if (self->linger_) return self->linger();
+      if (!self->keep_alive_) return self->close();
       self->read();
+    });
+  }
+
+  // Note [Lingering close]
+  // A request refused before its body was read (413) leaves the body in the
+  // socket; closing with unread bytes makes the kernel send a reset, which
+  // can reach the client before it reads our answer. So stop sending, read
+  // and drop what the client still sends, for at most a second, then close
+  // (nginx's lingering_close).
+  void linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(1));
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->stream_.close();
+      self->drain();
     });
   }
 
@@ -91,6 +115,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const LimitHandler& on_limit_;
   std::atomic<std::int64_t>& in_flight_;
   bool counted_ = false;
+  bool linger_ = false;
+  std::array<char, 4096> scratch_;
   bool keep_alive_ = true;
   unsigned version_ = 11;
 };

@@ -4,7 +4,12 @@
 // slow client, and shutdown with requests in flight.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -300,6 +305,26 @@ TEST_CASE("the debug endpoints exist only with an admin token, and require it") 
   CHECK(memory.body().find("served") != std::string::npos);  // the model's manager in the tree
   CHECK(authorized(verb::post, "/v2/debug/snapshot").body().starts_with("{\"arrays\":"));
   CHECK(authorized(verb::get, "/v2/debug/diff").result_int() == 200);
+}
+
+}  // namespace ndgc::serving
+
+namespace ndgc::serving {
+
+TEST_CASE("/metrics passes promtool check metrics (where Debian's prometheus package is installed)") {
+  if (!std::filesystem::exists("/usr/bin/promtool")) {
+    MESSAGE("promtool not installed: skipped");
+    return;
+  }
+  Fixture f;
+  Server server(test_options());
+  server.add_model("fashion", f.model, 4, 3);
+  Client c(server.start());
+  CHECK(c.post("/v2/models/fashion/infer", infer_body({1, 2, 3, 4})).result_int() == 200);
+  const auto file = std::filesystem::temp_directory_path() / ("ndgc_metrics_" + std::to_string(::getpid()));
+  std::ofstream(file) << c.get("/metrics").body();
+  CHECK(std::system(("/usr/bin/promtool check metrics < " + file.string()).c_str()) == 0);
+  std::filesystem::remove(file);
 }
 
 }  // namespace ndgc::serving
