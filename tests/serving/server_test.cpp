@@ -118,12 +118,12 @@ TEST_CASE("every endpoint answers as KServe v2 says") {
   const auto metrics = c.get("/metrics");
   CHECK(metrics.result_int() == 200);
   for (const char* series :
-       {"ndgc_requests_total{model=\"fashion\",status=\"200\"} 2", "ndgc_request_duration_seconds_bucket{model=\"fashion\"",
+       {"ndgc_requests_total{model=\"fashion\",status=\"200\"} 4", "ndgc_request_duration_seconds_bucket{model=\"fashion\"",
         "ndgc_request_queue_duration_seconds_count{model=\"fashion\"} 2", "ndgc_request_compute_duration_seconds_sum",
         "ndgc_batch_size_bucket", "ndgc_pending_requests{model=\"fashion\"} 0", "ndgc_rejected_requests_total",
         "ndgc_memory_bytes_in_use{device=\"cpu\"}", "ndgc_memory_peak_bytes", "ndgc_live_arrays ",
         "process_resident_memory_bytes "})
-    CHECK_MESSAGE(metrics.body().find(series) != std::string::npos, series);
+    CHECK_MESSAGE(metrics.body().find(series) != std::string::npos, std::string(series));
   CHECK(server.shutdown(std::chrono::seconds(5)));
 }
 
