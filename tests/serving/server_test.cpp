@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <ndgc/debug.hpp>
+#include <ndgc/gc.hpp>
 #include <ndgc/memory.hpp>
 #include <ndgc/model_file.hpp>
 #include <ndgc/ndgc.hpp>
@@ -325,6 +326,30 @@ TEST_CASE("/metrics passes promtool check metrics (where Debian's prometheus pac
   std::ofstream(file) << c.get("/metrics").body();
   CHECK(std::system(("/usr/bin/promtool check metrics < " + file.string()).c_str()) == 0);
   std::filesystem::remove(file);
+}
+
+}  // namespace ndgc::serving
+
+namespace ndgc::serving {
+
+TEST_CASE("--leak translator: one array per request grows with auto-close off, stays flat with it on") {
+  Fixture f;
+  ServerOptions o = test_options();
+  o.leak_translator = true;
+  auto live_after = [&](int requests) {
+    Server server(o);
+    server.add_model("fashion", f.model, 4, 3);
+    Client c(server.start());
+    CHECK(c.post("/v2/models/fashion/infer", infer_body({1, 2, 3, 4})).result_int() == 200);  // warm-up
+    const std::size_t before = debug::snapshot().arrays.size();
+    for (int i = 0; i < requests; ++i)
+      CHECK(c.post("/v2/models/fashion/infer", infer_body({float(i), 2, 3, 4})).result_int() == 200);
+    return debug::snapshot().arrays.size() - before;
+  };
+  CHECK(live_after(10) == 10);  // DJL 2766: the translator's arrays pile up in the model's manager
+  gc::enable();
+  CHECK(live_after(10) == 0);
+  gc::disable();
 }
 
 }  // namespace ndgc::serving
