@@ -82,7 +82,7 @@ void Batcher::work(int index) {
 void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
   const auto start = std::chrono::steady_clock::now();
   for (const Job& job : batch) metrics_.queue_seconds.observe(seconds(start - job.arrived));
-  std::vector<std::pair<unsigned, std::string>> answers;
+  std::vector<std::pair<unsigned, EncodedResponse>> answers;
   answers.reserve(batch.size());
   autograd::NoGradient pause;
   {
@@ -104,12 +104,11 @@ void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
       const std::vector<float> y = model_.block().forward(NDList{x}).head().to_vector<float>();
       std::int64_t row = 0;
       for (const Job& job : batch) {
-        answers.emplace_back(200, encode_infer_response(name_, job.request.id, spec_, job.request.rows,
-                                                        y.data() + row * spec_.outputs));
+        answers.emplace_back(200, encode_infer_response(name_, job.request, spec_, y.data() + row * spec_.outputs));
         row += job.request.rows;
       }
     } catch (const std::exception& e) {
-      answers.assign(batch.size(), {500u, error_body(fmt::format("inference failed: {}", e.what()))});
+      answers.assign(batch.size(), {500u, EncodedResponse{error_body(fmt::format("inference failed: {}", e.what())), 0}});
     }
     const auto end = std::chrono::steady_clock::now();
     metrics_.compute_seconds.observe(seconds(end - start));

@@ -49,8 +49,9 @@ struct BatchOptions {
 struct Job {
   InferRequest request;
   std::chrono::steady_clock::time_point arrived;
-  // Called once on a worker with the response status and body.
-  std::function<void(unsigned status, std::string body)> done;
+  // Called once on a worker with the response status and body (an error's
+  // body is JSON: json_length 0).
+  std::function<void(unsigned status, EncodedResponse response)> done;
 };
 
 class Batcher {

@@ -10,6 +10,7 @@
 #include "serving/kserve_codec.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -75,8 +76,27 @@ std::string json_string(std::string_view text) {
 
 std::string error_body(std::string_view message) { return "{\"error\":" + json_string(message) + "}"; }
 
-InferRequest decode_infer_request(std::string_view body, const TensorSpec& spec) {
+namespace {
+
+// parameters.KEY is true.
+bool flag(dom::object o, const char* key) {
+  dom::object parameters;
+  if (o["parameters"].get(parameters)) return false;
+  bool on = false;
+  return parameters[key].get(on) == simdjson::SUCCESS && on;
+}
+
+}  // namespace
+
+InferRequest decode_infer_request(std::string_view body, const TensorSpec& spec, std::optional<std::size_t> json_length) {
   thread_local dom::parser parser;
+  std::string_view binary;
+  if (json_length) {
+    if (*json_length > body.size())
+      bad(fmt::format("Inference-Header-Content-Length is {}, over the body's {} bytes", *json_length, body.size()));
+    binary = body.substr(*json_length);
+    body = body.substr(0, *json_length);
+  }
   const simdjson::padded_string padded(body);
   dom::element doc;
   if (auto err = parser.parse(padded).get(doc)) bad(fmt::format("malformed JSON: {}", simdjson::error_message(err)));
@@ -120,14 +140,31 @@ InferRequest decode_infer_request(std::string_view body, const TensorSpec& spec)
   request.rows = dims[0];
   const std::size_t count = std::size_t(dims[0] * dims[1]);
 
-  dom::element data;
-  if (input["data"].get(data)) bad(fmt::format("input '{}' has no 'data'", name));
-  if (!data.is_array()) bad(fmt::format("input '{}': 'data' must be an array", name));
-  request.data.reserve(std::min<std::size_t>(count, body.size()));  // a shape cannot make us allocate more than the body
-  flatten(data, request.data, 0, count);
-  if (request.data.size() != count)
-    bad(fmt::format("input '{}' has {} values in 'data', its shape [{},{}] needs {}", name, request.data.size(),
-                    dims[0], dims[1], count));
+  dom::object parameters;
+  std::uint64_t binary_size = 0;
+  const bool is_binary = input["parameters"].get(parameters) == simdjson::SUCCESS &&
+                         parameters["binary_data_size"].get(binary_size) == simdjson::SUCCESS;
+  if (is_binary) {
+    if (!json_length) bad(fmt::format("input '{}' has binary_data_size but the request no Inference-Header-Content-Length", name));
+    if (binary_size != count * sizeof(float))
+      bad(fmt::format("input '{}' has binary_data_size {}, its shape [{},{}] of FP32 needs {}", name, binary_size,
+                      dims[0], dims[1], count * sizeof(float)));
+    if (binary.size() != binary_size)
+      bad(fmt::format("input '{}': {} bytes follow the JSON, binary_data_size says {}", name, binary.size(), binary_size));
+    request.data.resize(count);
+    std::memcpy(request.data.data(), binary.data(), binary_size);
+  } else {
+    if (!binary.empty()) bad(fmt::format("{} bytes follow the JSON, but no input has binary_data_size", binary.size()));
+    dom::element data;
+    if (input["data"].get(data)) bad(fmt::format("input '{}' has no 'data'", name));
+    if (!data.is_array()) bad(fmt::format("input '{}': 'data' must be an array", name));
+    request.data.reserve(std::min<std::size_t>(count, body.size()));  // a shape cannot make us allocate more than the body
+    flatten(data, request.data, 0, count);
+    if (request.data.size() != count)
+      bad(fmt::format("input '{}' has {} values in 'data', its shape [{},{}] needs {}", name, request.data.size(),
+                      dims[0], dims[1], count));
+  }
+  request.binary_output = flag(root, "binary_data_output");
 
   dom::element outputs;
   if (root["outputs"].get(outputs) == simdjson::SUCCESS) {
@@ -139,19 +176,29 @@ InferRequest decode_infer_request(std::string_view body, const TensorSpec& spec)
       const std::string_view out_name = string_field(obj, "name", "a requested output");
       if (out_name != spec.output_name)
         bad(fmt::format("unknown output '{}' (the model's output is '{}')", out_name, spec.output_name));
+      if (flag(obj, "binary_data")) request.binary_output = true;
     }
   }
   return request;
 }
 
-std::string encode_infer_response(std::string_view model, const std::optional<std::string>& id,
-                                  const TensorSpec& spec, std::int64_t rows, const float* data) {
+EncodedResponse encode_infer_response(std::string_view model, const InferRequest& request, const TensorSpec& spec,
+                                     const float* data) {
+  const std::int64_t rows = request.rows;
   std::string out = "{";
-  if (id) out += "\"id\":" + json_string(*id) + ",";
+  if (request.id) out += "\"id\":" + json_string(*request.id) + ",";
   out += fmt::format("\"model_name\":{},\"model_version\":\"1\",\"outputs\":[{{\"name\":{},\"datatype\":\"FP32\","
-                     "\"shape\":[{},{}],\"data\":[",
+                     "\"shape\":[{},{}],",
                      json_string(model), json_string(spec.output_name), rows, spec.outputs);
   const std::int64_t n = rows * spec.outputs;
+  if (request.binary_output) {
+    const std::size_t bytes = std::size_t(n) * sizeof(float);
+    out += fmt::format("\"parameters\":{{\"binary_data_size\":{}}}}}]}}", bytes);
+    EncodedResponse r{out, out.size()};
+    r.body.append(reinterpret_cast<const char*>(data), bytes);
+    return r;
+  }
+  out += "\"data\":[";
   for (std::int64_t i = 0; i < n; ++i) {
     if (i) out += ',';
     const float v = data[i];
@@ -160,7 +207,7 @@ std::string encode_infer_response(std::string_view model, const std::optional<st
     else
       out += "null";  // JSON has no NaN or infinity
   }
-  return out + "]}]}";
+  return {out + "]}]}", 0};
 }
 
 }  // namespace ndgc::serving

@@ -152,14 +152,33 @@ struct Server::Impl {
     if (closing) return answer(reply, metrics, name, error_response(503, "the server is shutting down"));
     Job job;
     try {
-      job.request = decode_infer_request(request.body(), served.spec);
+      std::optional<std::size_t> json_length;  // Triton's binary tensor extension (kserve_codec.hpp)
+      const auto header = request.find("Inference-Header-Content-Length");
+      if (header != request.end()) {
+        const std::string text(header->value());
+        std::size_t used = 0;
+        unsigned long long v = 0;
+        try {
+          v = std::stoull(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || text[0] == '-')
+          throw HttpError(400, fmt::format("Inference-Header-Content-Length '{}' is not a byte count", text));
+        json_length = std::size_t(v);
+      }
+      job.request = decode_infer_request(request.body(), served.spec, json_length);
     } catch (const HttpError& e) {
       return answer(reply, metrics, name, error_response(e.status(), e.what()));
     }
     job.arrived = arrived;
     Metrics* m = &metrics;
-    job.done = [reply, m, name](unsigned status, std::string body) mutable {
-      answer(reply, *m, name, make_response(status, std::move(body)));
+    job.done = [reply, m, name](unsigned status, EncodedResponse encoded) mutable {
+      const std::size_t json_length = encoded.json_length;
+      Response response = make_response(status, std::move(encoded.body),
+                                         json_length ? "application/octet-stream" : "application/json");
+      if (json_length) response.set("Inference-Header-Content-Length", std::to_string(json_length));
+      answer(reply, *m, name, std::move(response));
     };
     if (!served.batcher->submit(std::move(job))) {
       served.metrics->rejected.fetch_add(1);

@@ -2,6 +2,8 @@
 // and flat data, KServe's own example, and a 400 naming each problem.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include "serving/kserve_codec.hpp"
 
 namespace ndgc::serving {
@@ -60,9 +62,43 @@ TEST_CASE("each bad request is a 400 naming the problem") {
 
 TEST_CASE("responses and errors are valid JSON with escaped text") {
   const float y[6] = {1.5f, -2, 0, 0.25f, 1e-3f, 3};
-  CHECK(encode_infer_response("m", std::string("a\"b"), spec4(), 2, y) ==
+  InferRequest request;
+  request.id = "a\"b";
+  request.rows = 2;
+  CHECK(encode_infer_response("m", request, spec4(), y).body ==
         R"({"id":"a\"b","model_name":"m","model_version":"1","outputs":[{"name":"output","datatype":"FP32","shape":[2,3],"data":[1.5,-2,0,0.25,0.001,3]}]})");
   CHECK(error_body("bad \"x\"\n") == R"({"error":"bad \"x\"\n"})");
+}
+
+TEST_CASE("Triton's binary tensor extension: binary input after the JSON, binary output on request") {
+  const std::string json =
+      R"({"inputs":[{"name":"input","shape":[2,4],"datatype":"FP32","parameters":{"binary_data_size":32}}],"outputs":[{"name":"output","parameters":{"binary_data":true}}]})";
+  const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::string body = json + std::string(reinterpret_cast<const char*>(x), sizeof x);
+  const InferRequest r = decode_infer_request(body, spec4(), json.size());
+  CHECK(r.rows == 2);
+  CHECK(r.data == std::vector<float>(x, x + 8));
+  CHECK(r.binary_output);
+  const float y[6] = {1, 2, 3, 4, 5, 6};
+  const EncodedResponse out = encode_infer_response("m", r, spec4(), y);
+  REQUIRE(out.json_length > 0);
+  CHECK(out.body.substr(0, out.json_length) ==
+        R"({"model_name":"m","model_version":"1","outputs":[{"name":"output","datatype":"FP32","shape":[2,3],"parameters":{"binary_data_size":24}}]})");
+  CHECK(out.body.size() == out.json_length + 24);
+  CHECK(std::memcmp(out.body.data() + out.json_length, y, 24) == 0);
+
+  auto rejects_binary = [&](const std::string& b, std::size_t length, const char* message) {
+    try {
+      decode_infer_request(b, spec4(), length);
+      FAIL("accepted");
+    } catch (const HttpError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(message) != std::string::npos, e.what());
+    }
+  };
+  rejects_binary(body, body.size() + 1, "over the body's");
+  rejects_binary(body.substr(0, body.size() - 4), json.size(), "28 bytes follow the JSON");
+  rejects_binary(json, json.size(), "0 bytes follow the JSON");
+  CHECK_THROWS_AS(decode_infer_request(json, spec4()), HttpError);  // binary_data_size without the header
 }
 
 }  // namespace ndgc::serving

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -350,6 +351,43 @@ TEST_CASE("--leak translator: one array per request grows with auto-close off, s
   gc::enable();
   CHECK(live_after(10) == 0);
   gc::disable();
+}
+
+}  // namespace ndgc::serving
+
+namespace ndgc::serving {
+
+TEST_CASE("Triton's binary tensor extension over HTTP: binary rows in, binary output back") {
+  Fixture f;
+  Server server(test_options());
+  server.add_model("fashion", f.model, 4, 3);
+  Client c(server.start());
+  const std::string json =
+      R"({"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","parameters":{"binary_data_size":16}}],"parameters":{"binary_data_output":true}})";
+  const std::vector<float> row{0.5f, -1, 2, 0.25f};
+  test::http::request<test::http::string_body> req{verb::post, "/v2/models/fashion/infer", 11};
+  req.set(test::http::field::host, "x");
+  req.set("Inference-Header-Content-Length", std::to_string(json.size()));
+  req.body() = json + std::string(reinterpret_cast<const char*>(row.data()), 16);
+  req.prepare_payload();
+  test::http::write(c.stream(), req);
+  test::beast::flat_buffer buffer;
+  test::ClientResponse res;
+  test::http::read(c.stream(), buffer, res);
+  REQUIRE(res.result_int() == 200);
+  const std::size_t json_length = std::stoul(std::string(res["Inference-Header-Content-Length"]));
+  CHECK(res.body().substr(0, json_length).find("\"binary_data_size\":12") != std::string::npos);
+  REQUIRE(res.body().size() == json_length + 12);
+  std::vector<float> got(3);
+  std::memcpy(got.data(), res.body().data() + json_length, 12);
+  check_close(got, f.expected(row));
+
+  req.set("Inference-Header-Content-Length", "lots");
+  req.prepare_payload();
+  test::http::write(c.stream(), req);
+  test::ClientResponse bad;
+  test::http::read(c.stream(), buffer, bad);
+  check_error(bad, 400, "Inference-Header-Content-Length 'lots'");
 }
 
 }  // namespace ndgc::serving
