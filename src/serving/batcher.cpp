@@ -117,8 +117,8 @@ void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
     metrics_.inferences.fetch_add(std::uint64_t(rows));
     for (std::size_t i = 0; i < batch.size(); ++i) {
       metrics_.total_seconds.observe(seconds(end - batch[i].arrived));
+      metrics_.pending.fetch_sub(1);  // first: a client that has its answer sees itself no longer pending
       batch[i].done(answers[i].first, std::move(answers[i].second));
-      metrics_.pending.fetch_sub(1);
     }
   }  // the context closes here, its responses handed over
 }

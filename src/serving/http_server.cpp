@@ -107,6 +107,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.close();
   }
 
+  friend class ndgc::serving::HttpServer;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -139,6 +140,7 @@ unsigned short HttpServer::start() {
   acceptor_.bind(endpoint);
   acceptor_.listen(asio::socket_base::max_listen_connections);
   port_ = acceptor_.local_endpoint().port();
+  work_.emplace(io_.get_executor());
   accept();
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) threads_.emplace_back([this] { io_.run(); });
   return port_;
@@ -147,7 +149,15 @@ unsigned short HttpServer::start() {
 void HttpServer::accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
     if (!acceptor_.is_open()) return;
-    if (!ec) std::make_shared<Session>(std::move(socket), options_, handler_, on_limit_, in_flight_)->start();
+    if (!ec) {
+      auto session = std::make_shared<Session>(std::move(socket), options_, handler_, on_limit_, in_flight_);
+      {
+        std::lock_guard lock(connections_mutex_);
+        std::erase_if(connections_, [](const auto& c) { return c.expired(); });
+        connections_.emplace_back(std::shared_ptr<beast::tcp_stream>(session, &session->stream_));
+      }
+      session->start();
+    }
     accept();
   });
 }
@@ -160,10 +170,20 @@ void HttpServer::stop_accepting() {
 }
 
 void HttpServer::stop() {
+  work_.reset();
   io_.stop();
   for (std::thread& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
+  // No thread runs a handler now: the streams may be closed from here.
+  std::lock_guard lock(connections_mutex_);
+  for (const auto& c : connections_)
+    if (auto stream = c.lock()) {
+      beast::error_code ignored;
+      stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream->socket().close(ignored);
+    }
+  connections_.clear();
 }
 
 }  // namespace ndgc::serving

@@ -23,12 +23,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -66,7 +70,8 @@ class HttpServer {
   unsigned short port() const noexcept { return port_; }
   // Closes the listening socket: no new connections; open ones go on.
   void stop_accepting();
-  // Stops the threads; open connections are dropped.
+  // Stops the threads, then closes every open connection (a client waiting
+  // for an answer sees the connection end rather than waiting forever).
   void stop();
   // Requests handed to the Handler whose responses are not yet written.
   std::int64_t in_flight() const noexcept { return in_flight_.load(); }
@@ -77,10 +82,15 @@ class HttpServer {
   Handler handler_;
   LimitHandler on_limit_;
   boost::asio::io_context io_;
+  // Keeps io_.run() going while every connection waits for a worker's Reply
+  // and nothing else is pending (after stop_accepting, it would return).
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
   unsigned short port_ = 0;
   std::atomic<std::int64_t> in_flight_{0};
+  std::mutex connections_mutex_;
+  std::vector<std::weak_ptr<boost::beast::tcp_stream>> connections_;  // pruned as they end
 };
 
 }  // namespace ndgc::serving

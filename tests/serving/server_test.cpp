@@ -261,15 +261,24 @@ TEST_CASE("shutdown answers the requests in flight, then refuses with 503") {
   for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<Client>(port));  // connected before shutdown
   std::vector<std::future<unsigned>> answers;
   for (int i = 0; i < 8; ++i)
-    answers.push_back(std::async(std::launch::async, [&c = *clients[std::size_t(i)], i] {
-      return c.post("/v2/models/fashion/infer", infer_body({float(i), 0, 0, 0})).result_int();
+    answers.push_back(std::async(std::launch::async, [&c = *clients[std::size_t(i)], i]() -> unsigned {
+      try {
+        return c.post("/v2/models/fashion/infer", infer_body({float(i), 0, 0, 0})).result_int();
+      } catch (const std::exception&) {
+        return 0;  // sent after the server stopped: the connection closed, no answer
+      }
     }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Shut down once requests are in the batcher (it waits 20 ms for more rows).
+  for (int spin = 0; spin < 1000 && server.metrics().find("ndgc_pending_requests{model=\"fashion\"} 0") != std::string::npos; ++spin)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   CHECK(server.shutdown(std::chrono::seconds(5)));
+  int answered = 0;
   for (auto& a : answers) {
     const unsigned status = a.get();
-    CHECK((status == 200 || status == 503));
+    CHECK((status == 200 || status == 503 || status == 0));
+    answered += status == 200;
   }
+  CHECK(answered >= 1);  // those in the batcher when shutdown began were computed, not dropped
   CHECK(debug::snapshot().arrays.size() == arrays);  // every batch's context closed
 }
 
