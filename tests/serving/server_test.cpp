@@ -400,3 +400,48 @@ TEST_CASE("Triton's binary tensor extension over HTTP: binary rows in, binary ou
 }
 
 }  // namespace ndgc::serving
+
+namespace ndgc::serving {
+
+TEST_CASE("--workspace on: answers as without it, memory flat after warm-up") {
+  Fixture f;
+  ServerOptions o = test_options();
+  o.workspace = true;
+  o.workers = 2;
+  Server server(o);
+  server.add_model("fashion", f.model, 4, 3);
+  Client c(server.start());
+  auto burst = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      const std::vector<float> row{float(i), 1, 2, 3};
+      const auto r = c.post("/v2/models/fashion/infer", infer_body(row));
+      REQUIRE(r.result_int() == 200);
+      check_close(output_of(r.body()), f.expected(row));
+    }
+  };
+  burst(10);
+  const std::size_t arrays = debug::snapshot().arrays.size();
+  const std::uint64_t bytes = memory::stats(Device::cpu()).current_bytes;
+  burst(50);
+  CHECK(debug::snapshot().arrays.size() == arrays);
+  CHECK(memory::stats(Device::cpu()).current_bytes == bytes);
+}
+
+TEST_CASE("headers over the limit: 431 naming it") {
+  Fixture f;
+  ServerOptions o = test_options();
+  o.max_header_bytes = 1024;
+  Server server(o);
+  server.add_model("fashion", f.model, 4, 3);
+  Client c(server.start());
+  test::http::request<test::http::string_body> req{verb::get, "/v2/health/live", 11};
+  req.set(test::http::field::host, "x");
+  req.set("X-Padding", std::string(2000, 'p'));
+  test::http::write(c.stream(), req);
+  test::beast::flat_buffer buffer;
+  test::ClientResponse res;
+  test::http::read(c.stream(), buffer, res);
+  check_error(res, 431, "headers are over the limit of 1024 bytes");
+}
+
+}  // namespace ndgc::serving
