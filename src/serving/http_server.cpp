@@ -56,7 +56,13 @@ class Session : public std::enable_shared_from_this<Session> {
       auto owned = std::make_shared<Response>(std::move(response));
       asio::post(self->stream_.get_executor(), [self, owned] { self->write(owned); });
     };
-    handler_(std::move(request), std::move(reply));
+    // A handler that throws answers 500 rather than ending the process
+    // (an exception out of io_context::run would terminate it).
+    try {
+      handler_(std::move(request), reply);
+    } catch (const std::exception& e) {
+      reply(on_limit_(500, std::string("internal error: ") + e.what()));
+    }
   }
 
   void refuse(unsigned status, const std::string& message) {

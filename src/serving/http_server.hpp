@@ -45,7 +45,8 @@ using Reply = std::function<void(Response&&)>;
 using Handler = std::function<void(Request&&, Reply)>;
 // Called instead of the Handler when a request breaks a limit: 413 for a
 // body over max_body_bytes, 431 for headers over max_header_bytes, 400 for
-// anything Beast cannot parse. The connection closes after the answer.
+// anything Beast cannot parse; the connection closes after the answer. Also
+// 500 when the Handler throws (the connection stays open).
 using LimitHandler = std::function<Response(unsigned status, const std::string& message)>;
 
 struct HttpOptions {
