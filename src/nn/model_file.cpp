@@ -15,6 +15,7 @@
 
 #include "ndgc/error.hpp"
 #include "ndgc/model.hpp"
+#include "nn/parameter_bytes.hpp"
 
 namespace ndgc {
 namespace {
@@ -147,10 +148,12 @@ std::vector<Entry> parse(const std::filesystem::path& file, const std::vector<un
 
 }  // namespace
 
-void Model::save(const std::filesystem::path& file) {
+namespace detail {
+
+std::vector<unsigned char> parameter_bytes(Model& model) {
   std::vector<unsigned char> out(kMagic, kMagic + sizeof(kMagic));
   put(out, kVersion);
-  nn::ParameterList params = parameters();
+  nn::ParameterList params = model.parameters();
   put(out, std::uint32_t(params.size()));
   for (const nn::NamedParameter& p : params) {
     const NDArray& a = p.parameter->array();
@@ -170,7 +173,13 @@ void Model::save(const std::filesystem::path& file) {
     if (bytes) std::memcpy(out.data() + at, aligned.data(), bytes);
   }
   put(out, crc_of(out.data(), out.size()));
+  return out;
+}
 
+}  // namespace detail
+
+void Model::save(const std::filesystem::path& file) {
+  const std::vector<unsigned char> out = detail::parameter_bytes(*this);
   std::filesystem::path tmp = file;
   tmp += ".tmp";
   {
@@ -188,13 +197,17 @@ void Model::save(const std::filesystem::path& file) {
   }
 }
 
-void Model::load(const std::filesystem::path& file) {
-  const std::vector<unsigned char> bytes = read_file(file);
+void Model::load(const std::filesystem::path& file) { detail::load_parameter_bytes(*this, read_file(file), file); }
+
+namespace detail {
+
+void load_parameter_bytes(Model& model, const std::vector<unsigned char>& bytes, const std::filesystem::path& file) {
+  const std::string& name_ = model.name();
   const std::vector<Entry> entries = parse(file, bytes);
   auto fail = [&](const std::string& problem) { load_failed(file, problem); };
 
   // The names must be exactly the model's parameters, each matching.
-  nn::ParameterList params = parameters();
+  nn::ParameterList params = model.parameters();
   std::map<std::string, const Entry*> by_name;
   for (const Entry& e : entries)
     if (!by_name.emplace(e.name, &e).second) fail(fmt::format("parameter '{}' appears twice", e.name));
@@ -215,6 +228,7 @@ void Model::load(const std::filesystem::path& file) {
   if (!by_name.empty()) fail(fmt::format("parameter '{}' is not in model '{}'", by_name.begin()->first, name_));
 
   // Stage every array (aligned copies of the file's bytes) before touching the model.
+  ManagerRef manager_ = model.manager();
   NDManager stage = manager_.new_sub_manager("load staging");
   std::vector<NDArray> staged;
   for (const Entry* e : plan) {
@@ -234,5 +248,7 @@ void Model::load(const std::filesystem::path& file) {
     }
   }
 }
+
+}  // namespace detail
 
 }  // namespace ndgc

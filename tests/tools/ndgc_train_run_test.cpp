@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <ndgc/model_file.hpp>
+
 #include "leak_run.hpp"
 #include "ndgc_train/report.hpp"
 #include "sim_gpu.hpp"
@@ -149,6 +151,35 @@ TEST_CASE("--memory-every 4 on gpu:0: run-<config>-memory.csv has host and GPU b
     CHECK(rows[i][4] >= rows[i][3]);
     if (i > 0) CHECK(rows[i][3] > rows[i - 1][3]);  // the leak (auto-close off), step by step
   }
+}
+
+}  // namespace ndgc::train_tool
+
+namespace ndgc::train_tool {
+
+TEST_CASE("--save FILE: the trained model in a model file that rebuilds it alone; --compare passes it to the off run") {
+  SmallData data;
+  Options o = options(data, Device::cpu(), AutoClose::on, 1);
+  o.save = fs::temp_directory_path() / ("ndgc_train_save_" + std::to_string(::getpid()) + ".model");
+  const RunResult r = run(o);
+  CHECK_FALSE(r.failure);
+  const Architecture arch = read_architecture(o.save);
+  CHECK(arch.name == "mlp");
+  CHECK(arch.inputs == 784);
+  CHECK(arch.outputs == 10);
+  CHECK(arch.hidden == std::vector<std::int64_t>{128, 64});
+  {
+    LoadedModel loaded = load_model_file(o.save, "fashion");
+    CHECK(loaded.model.parameters().size() == 6);
+  }
+  fs::remove(o.save);
+
+  Options c = o;
+  c.compare = true;
+  const std::vector<std::string> off = child_arguments(c, AutoClose::off);
+  CHECK(std::find(off.begin(), off.end(), "--save") != off.end());
+  const std::vector<std::string> on = child_arguments(c, AutoClose::on);
+  CHECK(std::find(on.begin(), on.end(), "--save") == on.end());
 }
 
 }  // namespace ndgc::train_tool

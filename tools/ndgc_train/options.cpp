@@ -87,6 +87,8 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
   app.add_option("--leak", leak_name, "none, or model: each step leaks intermediates into the model's manager")
       ->check(CLI::IsMember({"none", "model"}, CLI::ignore_case));
   app.add_option("--out", o.out, "Directory for the CSV, JSON and SVG files (created)");
+  app.add_option("--save", o.save,
+                 "Write the trained model to this file, with its architecture (ndgc/model_file.hpp: ndgc-serve loads it)");
   app.add_option("--data-dir", o.data_dir,
                  "Directory with the Fashion-MNIST files (default: $NDGC_DATA_DIR/fashion-mnist or "
                  "/usr/share/datasets/fashion-mnist)");
@@ -182,6 +184,8 @@ std::vector<std::string> child_arguments(const Options& o, AutoClose mode, bool 
   if (o.memory_every > 0) a.insert(a.end(), {"--memory-every", std::to_string(o.memory_every)});
   if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir.string()});
   if (o.cuda_graph && !workspace) a.emplace_back("--cuda-graph");
+  // --compare --save: the first configuration's model (auto-close off, no workspace) is the one saved.
+  if (!o.save.empty() && mode == AutoClose::off && !workspace) a.insert(a.end(), {"--save", o.save.string()});
   a.emplace_back("--child");
   return a;
 }

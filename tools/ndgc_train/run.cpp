@@ -18,6 +18,7 @@
 #include <ndgc/data.hpp>
 #include <ndgc/error.hpp>
 #include <ndgc/gc.hpp>
+#include <ndgc/model_file.hpp>
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
 
@@ -87,7 +88,8 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   {
     // The data stays on the host; fit() makes each batch on the model's
     // device (gathered on the host, one copy per array: ndgc/data.hpp).
-    Model model("mlp", std::make_unique<nn::Mlp>(784, 10, std::vector<std::int64_t>{128, 64}), o.device);
+    const Architecture architecture = Architecture::mlp(784, 10, {128, 64});
+    Model model("mlp", architecture.make_block(), o.device);
     model.initialize(Shape{o.batch_size, 784});
     training::TrainingConfig config;
     config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
@@ -119,6 +121,8 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
                << std::endl;
     }
 
+    // A run that died of OutOfMemory saves nothing: its model is half-trained.
+    if (!o.save.empty() && !result.failure && job_ranks().rank == 0) save_model_file(model, architecture, o.save);
     if (o.workspace) {
       const workspace::Stats s = workspace::stats(trainer.workspace_name());
       result.workspace = WorkspaceFigures{s.capacity, s.peak_used, s.spilled_bytes, s.cycles, s.allocations};

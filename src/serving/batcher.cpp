@@ -1,0 +1,126 @@
+// Batcher (batcher.hpp): gathering rows into batches and running them.
+#include "serving/batcher.hpp"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "ndgc/autograd.hpp"
+#include "ndgc/ndarray.hpp"
+#include "ndgc/workspace.hpp"
+
+namespace ndgc::serving {
+
+namespace {
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+Batcher::Batcher(std::string model_name, Model& model, TensorSpec spec, BatchOptions options, ModelMetrics& metrics)
+    : name_(std::move(model_name)), model_(model), spec_(std::move(spec)), options_(options), metrics_(metrics) {
+  for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this, i] { work(i); });
+}
+
+Batcher::~Batcher() {
+  close();
+  for (std::thread& t : workers_) t.join();
+}
+
+bool Batcher::submit(Job&& job) {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || queue_.size() >= options_.max_queue) return false;
+    metrics_.pending.fetch_add(1);
+    queue_.push_back(std::move(job));
+  }
+  ready_.notify_one();
+  return true;
+}
+
+void Batcher::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  ready_.notify_all();
+}
+
+void Batcher::work(int index) {
+  std::vector<Job> batch;
+  for (;;) {
+    std::int64_t rows = 0;
+    bool more = false;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // closed and drained
+      const auto deadline = std::chrono::steady_clock::now() + options_.max_queue_delay;
+      for (;;) {
+        while (!queue_.empty() && (batch.empty() || rows + queue_.front().request.rows <= options_.max_batch_size)) {
+          rows += queue_.front().request.rows;
+          batch.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+        if (rows >= options_.max_batch_size || !queue_.empty() || closed_ || options_.max_queue_delay.count() == 0)
+          break;
+        if (ready_.wait_until(lock, deadline) == std::cv_status::timeout) {
+          while (!queue_.empty() && rows + queue_.front().request.rows <= options_.max_batch_size) {
+            rows += queue_.front().request.rows;
+            batch.push_back(std::move(queue_.front()));
+            queue_.pop_front();
+          }
+          break;
+        }
+      }
+      more = !queue_.empty();
+    }
+    if (more) ready_.notify_one();  // what did not fit goes to another worker
+    run(batch, rows, index);
+    batch.clear();
+  }
+}
+
+void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const Job& job : batch) metrics_.queue_seconds.observe(seconds(start - job.arrived));
+  std::vector<std::pair<unsigned, EncodedResponse>> answers;
+  answers.reserve(batch.size());
+  autograd::NoGradient pause;
+  {
+    NDManager context = model_.manager().new_sub_manager("batch");  // Note [A batch's memory]
+    try {
+      std::optional<workspace::Scope> ws;
+      if (options_.workspace) {
+        workspace::Config config;
+        ws.emplace(workspace::activate(config, fmt::format("serve-{}-worker{}", name_, index)));
+      }
+      std::vector<float> input;
+      input.reserve(std::size_t(rows * spec_.inputs));
+      for (const Job& job : batch) {
+        input.insert(input.end(), job.request.data.begin(), job.request.data.end());
+        if (options_.leak_translator)  // the demo leak: see Note [A batch's memory]
+          (void)model_.manager().create(job.request.data, Shape{job.request.rows, spec_.inputs});
+      }
+      NDArray x = context.create(input, Shape{rows, spec_.inputs});
+      const std::vector<float> y = model_.block().forward(NDList{x}).head().to_vector<float>();
+      std::int64_t row = 0;
+      for (const Job& job : batch) {
+        answers.emplace_back(200, encode_infer_response(name_, job.request, spec_, y.data() + row * spec_.outputs));
+        row += job.request.rows;
+      }
+    } catch (const std::exception& e) {
+      answers.assign(batch.size(), {500u, EncodedResponse{error_body(fmt::format("inference failed: {}", e.what())), 0}});
+    }
+    const auto end = std::chrono::steady_clock::now();
+    metrics_.compute_seconds.observe(seconds(end - start));
+    metrics_.batch_size.observe(double(rows));
+    metrics_.executions.fetch_add(1);
+    metrics_.inferences.fetch_add(std::uint64_t(rows));
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      metrics_.total_seconds.observe(seconds(end - batch[i].arrived));
+      metrics_.pending.fetch_sub(1);  // first: a client that has its answer sees itself no longer pending
+      batch[i].done(answers[i].first, std::move(answers[i].second));
+    }
+  }  // the context closes here, its responses handed over
+}
+
+}  // namespace ndgc::serving

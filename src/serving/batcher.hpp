@@ -1,0 +1,87 @@
+// The bounded queue, the dynamic batcher and the inference workers of one
+// model. I/O threads submit decoded requests; `workers` threads each take
+// the oldest request and as many more as fit in max_batch_size rows, waiting
+// at most max_queue_delay for more (0: take what is queued now), run one
+// forward pass and hand each request its own rows.
+//
+// Note [A batch's memory]
+// Each batch runs in a context manager, a sub-manager of the model's,
+// created by the worker and closed when every response of the batch has
+// been handed to its connection (the bytes are copied into the response
+// text first). With `workspace`, each worker also opens its own workspace
+// around the batch, so the activations of every batch reuse one arena. No
+// array outlives its batch, which is why the live arrays and bytes in use
+// after N requests equal those after warm-up, exactly. The exception is the
+// demo leak (`leak_translator`, DJL 2766): its pre-processing creates one
+// array per request in the model's manager, which grows with auto-close off
+// and is reclaimed with it on (the handle dies at the end of the batch).
+//
+// Thread-safety: submit() from any thread; the queue is a mutex and a
+// condition variable (a batch is hundreds of µs; the lock is held for
+// pointer moves only).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ndgc/model.hpp"
+#include "serving/kserve_codec.hpp"
+#include "serving/metrics.hpp"
+
+namespace ndgc::serving {
+
+struct BatchOptions {
+  std::int64_t max_batch_size = 32;  // rows
+  std::chrono::microseconds max_queue_delay{0};
+  std::size_t max_queue = 1000;  // requests waiting, not counting those being computed
+  int workers = 1;
+  bool workspace = false;
+  bool leak_translator = false;
+};
+
+struct Job {
+  InferRequest request;
+  std::chrono::steady_clock::time_point arrived;
+  // Called once on a worker with the response status and body (an error's
+  // body is JSON: json_length 0).
+  std::function<void(unsigned status, EncodedResponse response)> done;
+};
+
+class Batcher {
+ public:
+  Batcher(std::string model_name, Model& model, TensorSpec spec, BatchOptions options, ModelMetrics& metrics);
+  ~Batcher();  // close(), then joins the workers once the queue is empty
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  // False when the queue is full or closed (the caller answers 503).
+  bool submit(Job&& job);
+  // No more submits; the workers finish what is queued, then exit.
+  void close();
+  // Requests queued or being computed.
+  std::int64_t pending() const noexcept { return metrics_.pending.load(); }
+
+ private:
+  void work(int index);
+  void run(std::vector<Job>& batch, std::int64_t rows, int index);
+
+  std::string name_;
+  Model& model_;
+  TensorSpec spec_;
+  BatchOptions options_;
+  ModelMetrics& metrics_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Job> queue_;
+  bool closed_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace ndgc::serving

@@ -1,0 +1,70 @@
+// KServe v2 (Open Inference Protocol) JSON: decoding an infer request into
+// rows of floats, encoding the response. Decoding uses simdjson (DOM, one
+// parser per thread, reused) and never trusts the input: every problem is an
+// HttpError 400 naming it (malformed JSON, an unknown input or output name,
+// a wrong datatype or shape, data of the wrong length or type). It is the
+// target of tests/fuzz/serving_decoder_fuzz.cpp.
+//
+// Triton's binary tensor extension: with the request header
+// Inference-Header-Content-Length: N, the first N bytes of the body are the
+// JSON and the rest the tensors' bytes; an input then carries
+// "parameters": {"binary_data_size": B} instead of "data", B being exactly
+// rows × inputs × 4 (FP32, little-endian) and the bytes after the JSON.
+// An output asked for with "parameters": {"binary_data": true} (or the
+// request's "parameters": {"binary_data_output": true}) comes back the same
+// way: binary_data_size in the JSON, the bytes after it, and the response's
+// Inference-Header-Content-Length.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ndgc::serving {
+
+// A request refused with an HTTP status and a message for {"error": ...}.
+class HttpError : public std::runtime_error {
+ public:
+  HttpError(unsigned status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  unsigned status() const noexcept { return status_; }
+
+ private:
+  unsigned status_;
+};
+
+// What a model takes and gives: one FP32 input [-1, inputs], one FP32 output [-1, outputs].
+struct TensorSpec {
+  std::string input_name = "input";
+  std::string output_name = "output";
+  std::int64_t inputs = 0;
+  std::int64_t outputs = 0;
+};
+
+struct InferRequest {
+  std::optional<std::string> id;  // echoed in the response
+  std::int64_t rows = 0;
+  std::vector<float> data;        // rows × spec.inputs, row-major
+  bool binary_output = false;     // the output as binary data (Triton's extension)
+};
+
+struct EncodedResponse {
+  std::string body;
+  std::size_t json_length = 0;  // with binary output: the JSON's bytes; 0: the body is all JSON
+};
+
+// Throws HttpError(400, ...) naming what is wrong.
+// `json_length`: Inference-Header-Content-Length when the request has it.
+InferRequest decode_infer_request(std::string_view body, const TensorSpec& spec,
+                                  std::optional<std::size_t> json_length = std::nullopt);
+// {"id"?, "model_name", "model_version", "outputs": [{name, datatype, shape, data}]}
+EncodedResponse encode_infer_response(std::string_view model, const InferRequest& request, const TensorSpec& spec,
+                                     const float* data);
+// {"error": "..."} with the message escaped.
+std::string error_body(std::string_view message);
+// A JSON string literal, quotes included.
+std::string json_string(std::string_view text);
+
+}  // namespace ndgc::serving

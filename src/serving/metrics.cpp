@@ -1,0 +1,134 @@
+// Metrics (metrics.hpp): histograms, counters and the scrape-time readings of
+// ndgc's memory accounting, rendered as Prometheus text.
+#include "serving/metrics.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ndgc/debug.hpp"
+#include "ndgc/gc.hpp"
+#include "ndgc/memory.hpp"
+#include "serving/kserve_codec.hpp"
+
+namespace ndgc::serving {
+namespace {
+
+// Seconds, 50 µs to 10 s: the server's overhead is tens of µs (issue 28's figures).
+std::vector<double> latency_bounds() {
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+}
+
+std::vector<double> batch_bounds(std::int64_t max) {
+  std::vector<double> b;
+  for (std::int64_t v = 1; v < max; v *= 2) b.push_back(double(v));
+  b.push_back(double(std::max<std::int64_t>(max, 1)));
+  return b;
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+std::string label(const std::string& model) { return "model=" + json_string(model); }
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(new std::atomic<std::uint64_t>[bounds_.size() + 1]) {
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) counts_[i] = 0;
+}
+
+void Histogram::observe(double value) noexcept {
+  std::size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_micros_.fetch_add(std::uint64_t(std::llround(std::max(0.0, value) * 1e6)), std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i].load(std::memory_order_relaxed);
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, bounds_[i], cumulative);
+  }
+  cumulative += counts_[bounds_.size()].load(std::memory_order_relaxed);
+  fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels, cumulative);
+  fmt::format_to(std::back_inserter(out), "{}_sum{{{}}} {}\n", name, labels,
+                 double(sum_micros_.load(std::memory_order_relaxed)) / 1e6);
+  fmt::format_to(std::back_inserter(out), "{}_count{{{}}} {}\n", name, labels, cumulative);
+}
+
+ModelMetrics::ModelMetrics(std::int64_t max_batch_size)
+    : queue_seconds(latency_bounds()),
+      compute_seconds(latency_bounds()),
+      total_seconds(latency_bounds()),
+      batch_size(batch_bounds(max_batch_size)) {}
+
+ModelMetrics& Metrics::add_model(const std::string& name, std::int64_t max_batch_size) {
+  auto& slot = models_[name];
+  slot = std::make_unique<ModelMetrics>(max_batch_size);
+  return *slot;
+}
+
+void Metrics::record_request(const std::string& model, unsigned status) {
+  std::lock_guard lock(mutex_);
+  ++requests_[{model, status}];
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  header(out, "ndgc_requests_total", "counter", "HTTP requests answered, by model (empty: server endpoints) and status.");
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, n] : requests_)
+      fmt::format_to(std::back_inserter(out), "ndgc_requests_total{{{},status=\"{}\"}} {}\n", label(key.first),
+                     key.second, n);
+  }
+  auto per_model = [&](const char* name, const char* type, const char* help, auto value) {
+    header(out, name, type, help);
+    for (const auto& [model, m] : models_) fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, label(model), value(*m));
+  };
+  per_model("ndgc_inference_count_total", "counter", "Rows inferred (Triton's nv_inference_count).",
+            [](const ModelMetrics& m) { return m.inferences.load(); });
+  per_model("ndgc_inference_exec_count_total", "counter", "Batches run (Triton's nv_inference_exec_count).",
+            [](const ModelMetrics& m) { return m.executions.load(); });
+  per_model("ndgc_pending_requests", "gauge", "Requests queued or being computed.",
+            [](const ModelMetrics& m) { return m.pending.load(); });
+  per_model("ndgc_rejected_requests_total", "counter", "Requests refused with 503 because the queue was full.",
+            [](const ModelMetrics& m) { return m.rejected.load(); });
+  auto histograms = [&](const char* name, const char* help, const Histogram ModelMetrics::*h) {
+    header(out, name, "histogram", help);
+    for (const auto& [model, m] : models_) ((*m).*h).render(out, name, label(model));
+  };
+  histograms("ndgc_request_queue_duration_seconds", "Time from decoding to the start of the batch's forward pass.",
+             &ModelMetrics::queue_seconds);
+  histograms("ndgc_request_compute_duration_seconds", "Time of the batch's forward pass and result split.",
+             &ModelMetrics::compute_seconds);
+  histograms("ndgc_request_duration_seconds", "Time from the request's arrival to its response.",
+             &ModelMetrics::total_seconds);
+  histograms("ndgc_batch_size", "Rows per forward pass.", &ModelMetrics::batch_size);
+
+  const memory::Stats cpu = memory::stats(Device::cpu());
+  const debug::Snapshot snap = debug::snapshot();
+  const gc::Stats gcs = gc::stats();
+  auto gauge = [&](const char* name, const char* type, const char* help, auto value, const char* labels = "") {
+    header(out, name, type, help);
+    fmt::format_to(std::back_inserter(out), "{}{} {}\n", name, labels, value);
+  };
+  gauge("ndgc_memory_bytes_in_use", "gauge", "Bytes of arrays in use, by device.", cpu.current_bytes, "{device=\"cpu\"}");
+  gauge("ndgc_memory_peak_bytes", "gauge", "High-water mark of bytes in use, by device.", cpu.peak_bytes, "{device=\"cpu\"}");
+  gauge("ndgc_memory_reserved_bytes", "gauge", "Bytes held by the device's allocator (in use plus cached).",
+        cpu.current_bytes + cpu.cached_bytes, "{device=\"cpu\"}");
+  gauge("ndgc_live_arrays", "gauge", "Open arrays, every manager.", snap.arrays.size());
+  gauge("ndgc_orphan_arrays", "gauge", "Open arrays no handle reaches (what auto-close would close).", snap.orphan_count());
+  gauge("ndgc_autoclose_reclaimed_arrays_total", "counter", "Arrays auto-close has closed.", gcs.reclaimed);
+  gauge("ndgc_workspace_bytes", "gauge", "Workspace arena bytes held.", cpu.workspace_capacity_bytes, "{device=\"cpu\"}");
+  gauge("ndgc_workspace_spilled_bytes_total", "counter", "Bytes workspaces spilled to ordinary memory.",
+        cpu.workspace_spilled_bytes, "{device=\"cpu\"}");
+  gauge("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", memory::resident_bytes());
+  return out;
+}
+
+}  // namespace ndgc::serving

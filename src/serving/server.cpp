@@ -1,0 +1,282 @@
+// Server (ndgc/serving.hpp): the KServe v2 endpoints over HttpServer, Router,
+// the codec, one Batcher per model and Metrics.
+//
+// Note [Shutdown order]
+// shutdown() first turns readiness to 503 and refuses new infer requests
+// (503 with Retry-After, so a load balancer retries elsewhere), closes the
+// listening socket, then closes every batcher's queue: the workers answer
+// what is queued. It waits for the HTTP server's in-flight count (requests
+// handed to a handler whose response is not yet written) to reach zero, or
+// for the timeout; only then does it stop the I/O threads and join the
+// workers. The models are the caller's: they close after the server, when
+// no worker can touch them.
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include "ndgc/debug.hpp"
+#include "ndgc/error.hpp"
+#include "ndgc/serving.hpp"
+#include "serving/batcher.hpp"
+#include "serving/http_server.hpp"
+#include "serving/kserve_codec.hpp"
+#include "serving/metrics.hpp"
+#include "serving/router.hpp"
+
+namespace ndgc::serving {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+Response make_response(unsigned status, std::string body, const char* content_type = "application/json") {
+  Response r{static_cast<http::status>(status), 11};
+  r.set(http::field::server, "ndgc-serve");
+  if (!body.empty()) r.set(http::field::content_type, content_type);
+  if (status == 503) r.set(http::field::retry_after, "1");
+  r.body() = std::move(body);
+  return r;
+}
+
+Response error_response(unsigned status, const std::string& message) {
+  return make_response(status, error_body(message));
+}
+
+}  // namespace
+
+struct Server::Impl {
+  struct Served {
+    Model* model;
+    TensorSpec spec;
+    ModelMetrics* metrics;
+    std::unique_ptr<Batcher> batcher;
+  };
+
+  explicit Impl(ServerOptions o) : options(std::move(o)) {}
+
+  ServerOptions options;
+  std::map<std::string, Served, std::less<>> models;
+  Metrics metrics;
+  Router router;
+  std::unique_ptr<HttpServer> http;
+  std::atomic<bool> ready{false};
+  std::atomic<bool> closing{false};
+  bool stopped = false;
+  std::mutex snapshot_mutex;
+  std::optional<debug::Snapshot> snapshot;  // POST /v2/debug/snapshot's, for /v2/debug/diff
+
+  // Answers and counts one request.
+  static void answer(Reply& reply, Metrics& metrics, const std::string& model, Response&& response) {
+    metrics.record_request(model, response.result_int());
+    reply(std::move(response));
+  }
+
+  void routes() {
+    router.add(http::verb::get, "/v2/health/live", [this](Request&&, const Captures&, Reply reply) {
+      answer(reply, metrics, "", make_response(200, ""));
+    });
+    router.add(http::verb::get, "/v2/health/ready", [this](Request&&, const Captures&, Reply reply) {
+      answer(reply, metrics, "", make_response(ready ? 200 : 503, ""));
+    });
+    router.add(http::verb::get, "/v2/models/{name}/ready", [this](Request&&, const Captures& c, Reply reply) {
+      const std::string& name = c.at("name");
+      const bool known = models.count(name) > 0;
+      answer(reply, metrics, known ? name : "", make_response(!known ? 404 : ready ? 200 : 503, ""));
+    });
+    router.add(http::verb::get, "/v2", [this](Request&&, const Captures&, Reply reply) {
+      answer(reply, metrics, "",
+             make_response(200, R"({"name":"ndgc-serve","version":"0.1.0","extensions":["model_repository_metadata"]})"));
+    });
+    router.add(http::verb::get, "/v2/models/{name}", [this](Request&&, const Captures& c, Reply reply) {
+      const std::string& name = c.at("name");
+      auto it = models.find(name);
+      if (it == models.end()) return answer(reply, metrics, "", error_response(404, fmt::format("unknown model '{}'", name)));
+      const TensorSpec& s = it->second.spec;
+      answer(reply, metrics, name,
+             make_response(200, fmt::format(R"({{"name":{},"versions":["1"],"platform":"ndgc","inputs":[{{"name":{},"datatype":"FP32","shape":[-1,{}]}}],"outputs":[{{"name":{},"datatype":"FP32","shape":[-1,{}]}}]}})",
+                                            json_string(name), json_string(s.input_name), s.inputs,
+                                            json_string(s.output_name), s.outputs)));
+    });
+    router.add(http::verb::post, "/v2/models/{name}/infer",
+               [this](Request&& request, const Captures& c, Reply reply) { infer(std::move(request), c.at("name"), std::move(reply)); });
+    router.add(http::verb::get, "/metrics", [this](Request&&, const Captures&, Reply reply) {
+      metrics.record_request("", 200);  // counted before rendering, so a scrape sees itself
+      reply(make_response(200, metrics.render(), "text/plain; version=0.0.4; charset=utf-8"));
+    });
+  }
+
+  // Note [Admin endpoints]
+  // The /v2/debug endpoints exist only with an admin token (they reveal the
+  // process's memory and its source sites); each then requires
+  // "Authorization: Bearer TOKEN", else 401. They run on the I/O thread: a
+  // snapshot costs ~10 ms per 100k arrays, which an operator asks for
+  // rarely, and never touches a model's parameters.
+  void admin_routes() {
+    auto guarded = [this](auto body) {
+      return [this, body](Request&& request, const Captures&, Reply reply) {
+        if (request[http::field::authorization] != "Bearer " + options.admin_token)
+          return answer(reply, metrics, "", error_response(401, "the debug endpoints need 'Authorization: Bearer <admin token>'"));
+        answer(reply, metrics, "", make_response(200, body()));
+      };
+    };
+    router.add(http::verb::get, "/v2/debug/memory", guarded([] {
+      std::ostringstream tree;
+      debug::dump(tree, false, debug::Format::json);
+      return tree.str();
+    }));
+    router.add(http::verb::post, "/v2/debug/snapshot", guarded([this] {
+      debug::Snapshot taken = debug::snapshot();
+      const std::string summary = fmt::format(R"({{"arrays":{},"bytes":{},"orphans":{}}})", taken.arrays.size(),
+                                              taken.bytes(), taken.orphan_count());
+      std::lock_guard lock(snapshot_mutex);
+      snapshot = std::move(taken);
+      return summary;
+    }));
+    router.add(http::verb::get, "/v2/debug/diff", guarded([this] {
+      std::lock_guard lock(snapshot_mutex);
+      if (!snapshot) snapshot = debug::Snapshot{};  // no snapshot yet: everything grew since nothing
+      return debug::diff(*snapshot, debug::snapshot()).to_json();
+    }));
+  }
+
+  void infer(Request&& request, const std::string& name, Reply reply) {
+    const auto arrived = std::chrono::steady_clock::now();
+    auto it = models.find(name);
+    if (it == models.end()) return answer(reply, metrics, "", error_response(404, fmt::format("unknown model '{}'", name)));
+    Served& served = it->second;
+    if (closing) return answer(reply, metrics, name, error_response(503, "the server is shutting down"));
+    Job job;
+    try {
+      std::optional<std::size_t> json_length;  // Triton's binary tensor extension (kserve_codec.hpp)
+      const auto header = request.find("Inference-Header-Content-Length");
+      if (header != request.end()) {
+        const std::string text(header->value());
+        std::size_t used = 0;
+        unsigned long long v = 0;
+        try {
+          v = std::stoull(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || text[0] == '-')
+          throw HttpError(400, fmt::format("Inference-Header-Content-Length '{}' is not a byte count", text));
+        json_length = std::size_t(v);
+      }
+      job.request = decode_infer_request(request.body(), served.spec, json_length);
+    } catch (const HttpError& e) {
+      return answer(reply, metrics, name, error_response(e.status(), e.what()));
+    }
+    job.arrived = arrived;
+    Metrics* m = &metrics;
+    job.done = [reply, m, name](unsigned status, EncodedResponse encoded) mutable {
+      const std::size_t json_length = encoded.json_length;
+      Response response = make_response(status, std::move(encoded.body),
+                                         json_length ? "application/octet-stream" : "application/json");
+      if (json_length) response.set("Inference-Header-Content-Length", std::to_string(json_length));
+      answer(reply, *m, name, std::move(response));
+    };
+    if (!served.batcher->submit(std::move(job))) {
+      served.metrics->rejected.fetch_add(1);
+      answer(reply, metrics, name,
+             error_response(503, closing ? "the server is shutting down"
+                                         : fmt::format("the queue of model '{}' is full ({} requests)", name,
+                                                       options.max_queue)));
+    }
+  }
+
+  void handle(Request&& request, Reply reply) {
+    const Router::Match m = router.match(request.method(), std::string_view(request.target().data(), request.target().size()));
+    if (m.handler) return (*m.handler)(std::move(request), m.captures, std::move(reply));
+    if (m.status == 405) {
+      Response r = error_response(405, fmt::format("method {} is not allowed on {} (allowed: {})",
+                                                   std::string(request.method_string()), std::string(request.target()), m.allow));
+      r.set(http::field::allow, m.allow);
+      return answer(reply, metrics, "", std::move(r));
+    }
+    answer(reply, metrics, "", error_response(404, fmt::format("no endpoint {}", std::string(request.target()))));
+  }
+
+  bool stop(std::chrono::milliseconds timeout) {
+    if (stopped) return true;
+    stopped = true;
+    ready = false;  // Note [Shutdown order]
+    closing = true;
+    if (!http) return true;
+    http->stop_accepting();
+    for (auto& [name, s] : models) s.batcher->close();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    bool drained = false;
+    for (;;) {
+      std::int64_t pending = 0;
+      for (auto& [name, s] : models) pending += s.batcher->pending();
+      drained = pending == 0 && http->in_flight() == 0;
+      if (drained || std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    http->stop();
+    for (auto& [name, s] : models) s.batcher.reset();  // joins the workers (they finish what is queued)
+    return drained;
+  }
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  impl_->routes();
+  if (!impl_->options.admin_token.empty()) impl_->admin_routes();
+}
+
+Server::~Server() { impl_->stop(std::chrono::milliseconds(0)); }
+
+void Server::add_model(const std::string& name, Model& model, std::int64_t inputs, std::int64_t outputs) {
+  if (impl_->http) throw InvalidArgument(fmt::format("Server::add_model('{}'): the server has started", name));
+  if (impl_->models.count(name)) throw InvalidArgument(fmt::format("Server::add_model: model '{}' twice", name));
+  if (inputs < 1 || outputs < 1) throw InvalidArgument(fmt::format("Server::add_model('{}'): sizes must be positive", name));
+  TensorSpec spec;
+  spec.inputs = inputs;
+  spec.outputs = outputs;
+  ModelMetrics& m = impl_->metrics.add_model(name, impl_->options.max_batch_size);
+  impl_->models.emplace(name, Impl::Served{&model, spec, &m, nullptr});
+}
+
+unsigned short Server::start() {
+  Impl& i = *impl_;
+  const ServerOptions& o = i.options;
+  for (auto& [name, s] : i.models) {
+    BatchOptions b;
+    b.max_batch_size = std::max<std::int64_t>(1, o.max_batch_size);
+    b.max_queue_delay = std::chrono::microseconds(o.max_queue_delay_us);
+    b.max_queue = o.max_queue;
+    b.workers = o.workers;
+    b.workspace = o.workspace;
+    b.leak_translator = o.leak_translator;
+    s.batcher = std::make_unique<Batcher>(name, *s.model, s.spec, b, *s.metrics);
+  }
+  HttpOptions h;
+  h.host = o.host;
+  h.port = o.port;
+  h.io_threads = o.io_threads;
+  h.max_body_bytes = o.max_body_bytes;
+  h.max_header_bytes = o.max_header_bytes;
+  h.read_timeout = o.read_timeout;
+  i.http = std::make_unique<HttpServer>(
+      h, [&i](Request&& r, Reply reply) { i.handle(std::move(r), std::move(reply)); },
+      [&i](unsigned status, const std::string& message) {
+        i.metrics.record_request("", status);
+        return error_response(status, message);
+      });
+  const unsigned short port = i.http->start();
+  i.ready = true;
+  return port;
+}
+
+unsigned short Server::port() const noexcept { return impl_->http ? impl_->http->port() : 0; }
+
+bool Server::shutdown(std::chrono::milliseconds timeout) { return impl_->stop(timeout); }
+
+std::string Server::metrics() const { return impl_->metrics.render(); }
+
+}  // namespace ndgc::serving

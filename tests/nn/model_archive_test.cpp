@@ -1,0 +1,80 @@
+// Model files with their architecture (src/nn/model_archive.cpp): a file
+// alone rebuilds the block, and bad headers are DataErrors naming the problem.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <ndgc/model_file.hpp>
+#include <ndgc/ndgc.hpp>
+
+namespace ndgc {
+namespace {
+
+std::filesystem::path temp_model(const char* name) {
+  return std::filesystem::temp_directory_path() / (std::string("ndgc_arch_") + name + "_" + std::to_string(::getpid()));
+}
+
+std::string slurp(const std::filesystem::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void spit(const std::filesystem::path& f, const std::string& s) {
+  std::ofstream(f, std::ios::binary | std::ios::trunc) << s;
+}
+
+}  // namespace
+
+TEST_CASE("a model file rebuilds the block from the file alone, with identical outputs") {
+  const auto file = temp_model("roundtrip");
+  const Architecture arch = Architecture::mlp(6, 3, {5, 4});
+  Model model("m", arch.make_block());
+  model.initialize(Shape{1, 6});
+  save_model_file(model, arch, file);
+  CHECK(slurp(file).starts_with("NDGCMODEL 1\narchitecture mlp\ninputs 6\noutputs 3\nhidden 5 4\ndtype float32\n\n"));
+
+  const Architecture read = read_architecture(file);
+  CHECK(read.inputs == 6);
+  CHECK(read.outputs == 3);
+  CHECK(read.hidden == std::vector<std::int64_t>{5, 4});
+
+  LoadedModel loaded = load_model_file(file, "served");
+  CHECK(loaded.model.name() == "served");
+  NDManager m = NDManager::new_base_manager("inputs");
+  NDArray x = m.create(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{1, 6});
+  const auto a = model.block().forward(NDList{x}).head().to_vector<float>();
+  const auto b = loaded.model.block().forward(NDList{x}).head().to_vector<float>();
+  CHECK(a == b);
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("bad model files are DataErrors naming the problem") {
+  const auto file = temp_model("bad");
+  const Architecture arch = Architecture::mlp(6, 3, {5});
+  Model model("m", arch.make_block());
+  model.initialize(Shape{1, 6});
+  save_model_file(model, arch, file);
+  const std::string good = slurp(file);
+  auto rejects = [&](const std::string& bytes, const char* problem) {
+    spit(file, bytes);
+    CHECK_THROWS_WITH_AS(load_model_file(file, "x"), doctest::Contains(problem), DataError);
+  };
+  rejects("NDGCPARM", "not a model file");
+  std::string other = good;
+  other.replace(other.find("mlp"), 3, "cnn");
+  rejects(other, "unknown architecture 'cnn'");
+  std::string sizes = good;
+  sizes.replace(sizes.find("inputs 6"), 8, "inputs 7");  // the parameters no longer fit
+  rejects(sizes, "parameter");
+  std::string negative = good;
+  negative.replace(negative.find("inputs 6"), 8, "inputs -");
+  rejects(negative, "'inputs' must be a positive size");
+  rejects(good.substr(0, good.size() - 3), "truncated");
+  CHECK_THROWS_AS(load_model_file(temp_model("missing"), "x"), DataError);
+  std::filesystem::remove(file);
+}
+
+}  // namespace ndgc

@@ -1,0 +1,128 @@
+// ndgc-serve: serves model files (ndgc-train --save) over KServe v2 HTTP.
+// A thin main over ndgc::serving (include/ndgc/serving.hpp).
+//
+//   ndgc-serve --model fashion=mlp.model --port 8080
+//   curl -s localhost:8080/v2/models/fashion/infer -d '{"inputs":[{"name":"input","shape":[1,784],"datatype":"FP32","data":[...]}]}'
+//
+// Its first line on stdout, once it accepts connections, is
+// `listening on http://HOST:PORT`. On SIGTERM or SIGINT it shuts down
+// gracefully (Note [Shutdown order] in src/serving/server.cpp), closes the
+// models and exits 0 when no array is left, else prints a leak report naming
+// the creation sites and exits 1. Exit codes: 0 a clean shutdown, 1 leaks,
+// an unanswered request at --exit-timeout, or a model that cannot be
+// loaded, 2 a bad command line.
+#include <pthread.h>
+#include <signal.h>
+
+#include <iostream>
+#include <list>
+
+#include <CLI/CLI.hpp>
+
+#include <ndgc/debug.hpp>
+#include <ndgc/error.hpp>
+#include <ndgc/gc.hpp>
+#include <ndgc/memory.hpp>
+#include <ndgc/model_file.hpp>
+#include <ndgc/serving.hpp>
+
+namespace {
+
+struct Options {
+  std::vector<std::string> models;  // NAME=FILE
+  ndgc::serving::ServerOptions server;
+  std::string max_body = "64m";
+  int exit_timeout_s = 30;
+  std::string autoclose = "off";
+  std::string workspace = "off";
+  std::string leak = "none";
+  std::string admin_token;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"ndgc-serve: serves ndgc model files (ndgc-train --save) over the KServe v2 HTTP/REST protocol",
+               "ndgc-serve"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--model", o.models, "NAME=FILE: serve the model file FILE as NAME (repeatable)")->required();
+  app.add_option("--host", o.server.host, "Address to bind");
+  app.add_option("--port", o.server.port, "Port (0: any free port)");
+  app.add_option("--io-threads", o.server.io_threads, "Threads running the HTTP connections")->check(CLI::Range(1, 256));
+  app.add_option("--workers", o.server.workers, "Inference threads per model")->check(CLI::Range(1, 256));
+  app.add_option("--max-batch-size", o.server.max_batch_size, "Rows per forward pass at most")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--max-queue-delay-us", o.server.max_queue_delay_us, "How long a batch waits for more rows")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{10'000'000}));
+  app.add_option("--max-queue", o.server.max_queue, "Requests waiting at most; more are answered 503");
+  app.add_option("--max-body-bytes", o.max_body, "Largest request body (k, m, g suffixes); larger is 413");
+  app.add_option("--exit-timeout", o.exit_timeout_s, "Seconds to answer in-flight requests on SIGTERM/SIGINT")
+      ->check(CLI::Range(0, 3600));
+  app.add_option("--autoclose", o.autoclose, "off, on or trace")->check(CLI::IsMember({"off", "on", "trace"}));
+  app.add_option("--workspace", o.workspace, "on: each worker's batches in one reused workspace")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--admin-token", o.admin_token, "Enables the /v2/debug endpoints, which then require this token");
+  app.add_option("--leak", o.leak, "none, or translator: the demo leak (DJL 2766), one array per request in the model's manager")
+      ->check(CLI::IsMember({"none", "translator"}));
+  try {
+    app.parse(argc, argv);
+    o.server.max_body_bytes = ndgc::memory::parse_size(o.max_body, "--max-body-bytes");
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const ndgc::InvalidArgument& e) {
+    std::cerr << "ndgc-serve: " << e.what() << '\n';
+    return 2;
+  }
+  if (o.autoclose == "trace") {
+    std::cerr << "ndgc-serve: --autoclose trace needs a build linked with ndgc::trace; use on\n";
+    return 2;
+  }
+  o.server.admin_token = o.admin_token;
+  if (o.autoclose == "on") ndgc::gc::enable();
+  o.server.workspace = o.workspace == "on";
+  o.server.leak_translator = o.leak == "translator";
+
+  // The signals are taken by sigwait below: blocked before any thread starts, so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  int status = 0;
+  {
+    std::list<ndgc::LoadedModel> models;  // outlive the server (declared first)
+    ndgc::serving::Server server(o.server);
+    try {
+      for (const std::string& spec : o.models) {
+        const std::size_t eq = spec.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+          std::cerr << "ndgc-serve: --model " << spec << ": expected NAME=FILE\n";
+          return 2;
+        }
+        ndgc::LoadedModel& m = models.emplace_back(ndgc::load_model_file(spec.substr(eq + 1), spec.substr(0, eq)));
+        server.add_model(m.model.name(), m.model, m.architecture.inputs, m.architecture.outputs);
+      }
+      const unsigned short port = server.start();
+      std::cout << "listening on http://" << o.server.host << ':' << port << std::endl;
+    } catch (const std::exception& e) {
+      std::cerr << "ndgc-serve: " << e.what() << '\n';
+      return 1;
+    }
+    int received = 0;
+    sigwait(&signals, &received);
+    std::cerr << "ndgc-serve: " << (received == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down\n";
+    if (!server.shutdown(std::chrono::seconds(o.exit_timeout_s))) {
+      std::cerr << "ndgc-serve: requests were still in flight after --exit-timeout " << o.exit_timeout_s << " s\n";
+      status = 1;
+    }
+  }  // the server, then the models close
+  if (ndgc::gc::enabled()) ndgc::gc::sweep();
+  const ndgc::debug::Snapshot left = ndgc::debug::snapshot();
+  if (!left.arrays.empty()) {
+    std::cerr << "ndgc-serve: arrays left after the models closed (a leak):\n" << left.to_text(20);
+    return 1;
+  }
+  return status;
+}
