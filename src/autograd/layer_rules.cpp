@@ -7,6 +7,8 @@
 // manager.
 #include "autograd/layer_rules.hpp"
 
+#include <optional>
+
 #include "core/registry.hpp"
 #include "ops/op_support.hpp"
 
@@ -169,13 +171,14 @@ void batch_norm_rule(LayerRule& r) {
   Scratch kx, mean, var, dx, dgamma, dbeta;
   const TensorView xv = with(contiguous(view(px), kx, r.d), {n, c, spatial}, {c * spatial, spatial, 1});
   TensorView mv, vv;
+  std::optional<Pinned> pm, pv;
   if (r.node.op.training) {
     mean = Scratch(Shape{c}, dt, r.d), var = Scratch(Shape{c}, dt, r.d);
     r.engine().batch_norm_stats(xv, mean.view(), var.view());
     mv = mean.view(), vv = var.view();
   } else {
-    Pinned pm = r.input(3), pv = r.input(4);
-    mv = view(pm), vv = view(pv);
+    pm.emplace(r.input(3)), pv.emplace(r.input(4));
+    mv = view(*pm), vv = view(*pv);
   }
   TensorView dxv{}, dgv{}, dbv{};
   if (r.needs(0)) dx = Scratch(px->shape, dt, r.d), dxv = with(dx.view(), {n, c, spatial}, {c * spatial, spatial, 1});
