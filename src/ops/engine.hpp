@@ -192,14 +192,14 @@ class Engine {
     return false;
   }
 
-  // Layer kernels (issue 27; ops/layers/). Float32 and float64 views; `out`
-  // and gradient views are fresh contiguous arrays. An engine that has them
-  // says so in has_layer_kernels(), which the ops layer asks before it
-  // allocates anything, so an engine without them fails with the op and the
-  // device named and nothing left behind; the defaults below throw
-  // InvalidArgument naming the kernel, for a caller that did not ask.
+  // Layer kernels (issue 27: ops/conv.cpp, pooling.cpp, normalization.cpp, dropout.cpp,
+  // embedding.cpp). Float32, float64; out, gradients, norms' x and g: fresh contiguous.
+  // An engine that has them says so in has_layer_kernels(), which the ops layer asks
+  // before it allocates anything, so an engine without them fails with the op and the
+  // device named and nothing left behind; the defaults below throw InvalidArgument
+  // naming the kernel, for a caller that did not ask.
   virtual bool has_layer_kernels() const noexcept { return false; }
-  // x [N, C, H, W] (any strides) → col [N, C * kH * kW, OH * OW] (conv/conv_math.hpp).
+  // x [N, C, H, W] (any strides) → col [N, C * kH * kW, OH * OW] (ops/conv_math.hpp).
   virtual void im2col(const TensorView& /*x*/, const Window2d& /*w*/, const TensorView& /*col*/) {
     unavailable("im2col");
   }
