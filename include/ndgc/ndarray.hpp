@@ -225,6 +225,8 @@ class NDArray {
   NDArray relu(Site site = Site::current()) const;
   NDArray sigmoid(Site site = Site::current()) const;
   NDArray tanh(Site site = Site::current()) const;
+  // Exact GELU: x Φ(x) = x (1 + erf(x / √2)) / 2 (float32, float64).
+  NDArray gelu(Site site = Site::current()) const;
   NDArray& neg_();
   NDArray& abs_();
   NDArray& exp_();

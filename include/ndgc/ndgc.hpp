@@ -18,6 +18,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/gc.hpp"
 #include "ndgc/inference.hpp"
+#include "ndgc/layers.hpp"
 #include "ndgc/loss.hpp"
 #include "ndgc/manager.hpp"
 #include "ndgc/memory.hpp"

@@ -2,6 +2,7 @@
 #include "autograd/rules.hpp"
 
 #include "autograd/gradient_state.hpp"
+#include "autograd/layer_rules.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -520,6 +521,14 @@ void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
     case OpKind::linear: linear_rule(r); break;
     case OpKind::sparse_softmax_cross_entropy: sparse_cross_entropy_rule(r); break;
     case OpKind::to_device: to_device_rule(r); break;
+    case OpKind::conv2d:
+    case OpKind::max_pool2d:
+    case OpKind::avg_pool2d:
+    case OpKind::gelu:
+    case OpKind::dropout:
+    case OpKind::embedding:
+    case OpKind::layer_norm:
+    case OpKind::batch_norm: layer_gradients(node, r.g, out); break;
   }
 }
 

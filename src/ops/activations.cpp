@@ -1,8 +1,9 @@
-// softmax, log_softmax and one_hot.
+// softmax, log_softmax, GELU and one_hot.
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
 #include "ndgc/ndarray.hpp"
+#include "ops/layer_support.hpp"
 #include "ops/op_support.hpp"
 #include "ops/record.hpp"
 
@@ -29,6 +30,19 @@ NDArray softmax_impl(const NDArray& x, int axis, bool log, Site site) {
 
 NDArray NDArray::softmax(int axis, Site site) const { return softmax_impl(*this, axis, false, site); }
 NDArray NDArray::log_softmax(int axis, Site site) const { return softmax_impl(*this, axis, true, site); }
+
+NDArray NDArray::gelu(Site site) const {
+  detail::enter();
+  const char* op = "gelu";
+  Pinned a(*this, op);
+  check_floating(op, *a);
+  check_layer_kernels(op, a->device);
+  auto out = new_output(a->shape, a->dtype, a->device, site, op);
+  if (out->size() > 0) engine(a->device).gelu(view_of(*a), view_of(*out));
+  NDArray result = publish_like(std::move(out), *a, op);
+  record({.kind = OpKind::gelu}, {*this}, result);
+  return result;
+}
 
 NDArray NDArray::one_hot(std::int64_t depth, DataType dtype, Site site) const {
   detail::enter();

@@ -16,6 +16,10 @@ namespace {
 std::atomic<Engine*> g_gpu_engine{nullptr};
 }
 
+void Engine::unavailable(const char* kernel) {
+  throw InvalidArgument(fmt::format("{}: not available on this engine yet", kernel));
+}
+
 Engine& engine(Device device) {
   if (device.is_cpu()) return cpu::cpu_engine();
   // InvalidArgument naming the device and why (engine not linked, no usable

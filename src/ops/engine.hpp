@@ -20,6 +20,7 @@
 #include "ndgc/device.hpp"
 #include "ndgc/dtype.hpp"
 #include "ndgc/shape.hpp"
+#include "ops/conv_math.hpp"
 
 namespace ndgc::ops {
 
@@ -190,6 +191,83 @@ class Engine {
                           const SgdHyper& /*hyper*/) {
     return false;
   }
+
+  // Layer kernels (issue 27: ops/conv.cpp, pooling.cpp, normalization.cpp, dropout.cpp,
+  // embedding.cpp). Float32, float64; out, gradients, norms' x and g: fresh contiguous.
+  // An engine that has them says so in has_layer_kernels(), which the ops layer asks
+  // before it allocates anything, so an engine without them fails with the op and the
+  // device named and nothing left behind; the defaults below throw InvalidArgument
+  // naming the kernel, for a caller that did not ask.
+  virtual bool has_layer_kernels() const noexcept { return false; }
+  // x [N, C, H, W] (any strides) → col [N, C * kH * kW, OH * OW] (ops/conv_math.hpp).
+  virtual void im2col(const TensorView& /*x*/, const Window2d& /*w*/, const TensorView& /*col*/) {
+    unavailable("im2col");
+  }
+  // The adjoint: dx [N, C, H, W] = the sum of col's entries over the pixels they were read from.
+  virtual void col2im(const TensorView& /*col*/, const Window2d& /*w*/, const TensorView& /*dx*/) {
+    unavailable("col2im");
+  }
+  // out [N, C, OH, OW]: the window's maximum (padding never wins) or mean over kH·kW (padding counts as 0).
+  virtual void pool2d(bool /*max*/, const TensorView& /*x*/, const Window2d& /*w*/, const TensorView& /*out*/) {
+    unavailable("pool2d");
+  }
+  virtual void pool2d_backward(bool /*max*/, const TensorView& /*x*/, const TensorView& /*g*/, const Window2d& /*w*/,
+                               const TensorView& /*dx*/) {
+    unavailable("pool2d_backward");
+  }
+  // Exact GELU, x Φ(x), and its backward g (Φ(x) + x φ(x)).
+  virtual void gelu(const TensorView& /*x*/, const TensorView& /*out*/) { unavailable("gelu"); }
+  virtual void gelu_backward(const TensorView& /*x*/, const TensorView& /*g*/, const TensorView& /*dx*/) {
+    unavailable("gelu_backward");
+  }
+  // out[i] = x[i] / (1 - p) where random::unit(seed, offset + i) >= p, else 0
+  // (i in row-major order). The backward is the same call on the gradient.
+  virtual void dropout(const TensorView& /*x*/, double /*p*/, std::uint64_t /*seed*/, std::uint64_t /*offset*/,
+                       const TensorView& /*out*/) {
+    unavailable("dropout");
+  }
+  // out [n, D] = weight [V, D] rows at indices [n] (any integer dtype).
+  // InvalidArgument names the first index outside [0, V), its value and position.
+  virtual void embedding(const TensorView& /*indices*/, const TensorView& /*weight*/, const TensorView& /*out*/) {
+    unavailable("embedding");
+  }
+  // dweight [V, D] = the sum of g's rows [n, D] per index, in index order (no atomics).
+  virtual void embedding_backward(const TensorView& /*indices*/, const TensorView& /*g*/,
+                                  const TensorView& /*dweight*/) {
+    unavailable("embedding_backward");
+  }
+  // Rows x [R, D]: out = (x - mean) / sqrt(var + eps) * gamma + beta, per row, gamma and beta [D].
+  virtual void layer_norm(const TensorView& /*x*/, const TensorView& /*gamma*/, const TensorView& /*beta*/,
+                          double /*eps*/, const TensorView& /*out*/) {
+    unavailable("layer_norm");
+  }
+  // Recomputes each row's statistics; a gradient view with null data is not wanted.
+  virtual void layer_norm_backward(const TensorView& /*x*/, const TensorView& /*gamma*/, const TensorView& /*g*/,
+                                   double /*eps*/, const TensorView& /*dx*/, const TensorView& /*dgamma*/,
+                                   const TensorView& /*dbeta*/) {
+    unavailable("layer_norm_backward");
+  }
+  // x [N, C, S] → mean, var [C] (biased), per channel.
+  virtual void batch_norm_stats(const TensorView& /*x*/, const TensorView& /*mean*/, const TensorView& /*var*/) {
+    unavailable("batch_norm_stats");
+  }
+  // out [N, C, S] = (x - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c].
+  virtual void batch_norm(const TensorView& /*x*/, const TensorView& /*mean*/, const TensorView& /*var*/,
+                          const TensorView& /*gamma*/, const TensorView& /*beta*/, double /*eps*/,
+                          const TensorView& /*out*/) {
+    unavailable("batch_norm");
+  }
+  // training: mean and var are the batch's (they depend on x); otherwise constants.
+  virtual void batch_norm_backward(const TensorView& /*x*/, const TensorView& /*mean*/, const TensorView& /*var*/,
+                                   const TensorView& /*gamma*/, const TensorView& /*g*/, double /*eps*/,
+                                   bool /*training*/, const TensorView& /*dx*/, const TensorView& /*dgamma*/,
+                                   const TensorView& /*dbeta*/) {
+    unavailable("batch_norm_backward");
+  }
+
+ protected:
+  // InvalidArgument: "<kernel>: not available on this engine yet".
+  [[noreturn]] static void unavailable(const char* kernel);
 };
 
 // The engine for `device`; InvalidArgument for a GPU that cannot be used

@@ -138,6 +138,72 @@ class WriteCountingEngine final : public Engine {
     CountsAsGpuWrite w;
     return target()->sgd_update(weight, grad, momentum, hyper);
   }
+
+  // The layer kernels (issue 27): forwarded, so that an engine that has them is reached.
+  bool has_layer_kernels() const noexcept override { return target()->has_layer_kernels(); }
+  void im2col(const TensorView& x, const Window2d& win, const TensorView& col) override {
+    CountsAsGpuWrite w;
+    target()->im2col(x, win, col);
+  }
+  void col2im(const TensorView& col, const Window2d& win, const TensorView& dx) override {
+    CountsAsGpuWrite w;
+    target()->col2im(col, win, dx);
+  }
+  void pool2d(bool max, const TensorView& x, const Window2d& win, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->pool2d(max, x, win, out);
+  }
+  void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const Window2d& win,
+                       const TensorView& dx) override {
+    CountsAsGpuWrite w;
+    target()->pool2d_backward(max, x, g, win, dx);
+  }
+  void gelu(const TensorView& x, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->gelu(x, out);
+  }
+  void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) override {
+    CountsAsGpuWrite w;
+    target()->gelu_backward(x, g, dx);
+  }
+  void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
+               const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->dropout(x, p, seed, offset, out);
+  }
+  void embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->embedding(indices, weight, out);
+  }
+  void embedding_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight) override {
+    CountsAsGpuWrite w;
+    target()->embedding_backward(indices, g, dweight);
+  }
+  void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,
+                  const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->layer_norm(x, gamma, beta, eps, out);
+  }
+  void layer_norm_backward(const TensorView& x, const TensorView& gamma, const TensorView& g, double eps,
+                           const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) override {
+    CountsAsGpuWrite w;
+    target()->layer_norm_backward(x, gamma, g, eps, dx, dgamma, dbeta);
+  }
+  void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var) override {
+    CountsAsGpuWrite w;
+    target()->batch_norm_stats(x, mean, var);
+  }
+  void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var, const TensorView& gamma,
+                  const TensorView& beta, double eps, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->batch_norm(x, mean, var, gamma, beta, eps, out);
+  }
+  void batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
+                           const TensorView& gamma, const TensorView& g, double eps, bool training,
+                           const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) override {
+    CountsAsGpuWrite w;
+    target()->batch_norm_backward(x, mean, var, gamma, g, eps, training, dx, dgamma, dbeta);
+  }
 };
 
 WriteCountingEngine g_counting;

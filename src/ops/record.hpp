@@ -39,6 +39,14 @@ enum class OpKind : std::uint8_t {
   linear,         // inputs: x [m, k], weight [k, n], bias [n]; out = x × weight + bias
   sparse_softmax_cross_entropy,  // inputs: logits [..., classes] (contiguous), labels (one per row)
   to_device,      // the output is the input copied to another device (or to its own)
+  conv2d,         // inputs: x, weight[, bias]; window
+  max_pool2d,     // window
+  avg_pool2d,     // window
+  gelu,
+  dropout,        // scalar: p; seed, offset: the stream the mask came from
+  embedding,      // inputs: indices, weight
+  layer_norm,     // inputs: x, gamma, beta; scalar: eps
+  batch_norm,     // inputs: x, gamma, beta[, running_mean, running_var when not training]; scalar: eps; training
 };
 
 struct OpRecord {
@@ -54,6 +62,9 @@ struct OpRecord {
   std::vector<int> perm{};
   NDIndex index{};
   DataType dtype = DataType::float32;
+  Window2d window{};
+  std::uint64_t seed = 0, offset = 0;
+  bool training = false;
 };
 
 using Recorder = void (*)(const OpRecord& op, std::span<const NDArray> inputs, const NDArray& output);

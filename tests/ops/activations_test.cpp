@@ -169,3 +169,20 @@ TEST_CASE("one_hot rejects bad indices and depths, leaving nothing behind") {
   CHECK_THROWS_WITH_AS(idx.one_hot(std::int64_t(1) << 62), doctest::Contains("one_hot"), InvalidArgument);
   before.check_unchanged();
 }
+
+TEST_CASE_TEMPLATE("gelu: exact values, x Φ(x) with erf", T, float, double) {
+  NDManager m = fresh();
+  const DataType dt = std::is_same_v<T, float> ? DataType::float32 : DataType::float64;
+  NDArray x = m.create(std::vector<double>{0, 1, -1, 2, -3, 6}, {2, 3}).to_type(dt);
+  NDArray y = x.gelu();
+  CHECK(y.dtype() == dt);
+  check_shape(y, {2, 3});
+  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  check_values(y, {0, 0.8413447460685429, -0.15865525393145707, 1.9544997361036416, -0.00404969409489031,
+                   5.999999994080474},
+               tol);
+  check_values(x.transpose().gelu(), {0, 1.9544997361036416, 0.8413447460685429, -0.00404969409489031,
+                                      -0.15865525393145707, 5.999999994080474},
+               tol);
+  CHECK_THROWS_AS(m.zeros({2}, DataType::int32).gelu(), DTypeMismatch);
+}

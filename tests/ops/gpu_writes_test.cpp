@@ -19,7 +19,7 @@ namespace {
 
 // Records each call's name; the bool calls answer `accepts`; fill throws
 // for a value of -1.
-class RecordingEngine final : public ops::Engine {
+class RecordingEngine : public ops::Engine {
  public:
   std::vector<std::string> calls;
   bool accepts = true;
@@ -81,6 +81,50 @@ class RecordingEngine final : public ops::Engine {
   bool sgd_update(const TensorView&, const TensorView&, const TensorView&, const ops::SgdHyper&) override {
     calls.push_back("sgd_update");
     return accepts;
+  }
+};
+
+// The same with the layer kernels (issue 27).
+class LayerRecordingEngine final : public RecordingEngine {
+ public:
+  bool has_layer_kernels() const noexcept override { return true; }
+  void im2col(const TensorView&, const ops::Window2d&, const TensorView&) override { calls.push_back("im2col"); }
+  void col2im(const TensorView&, const ops::Window2d&, const TensorView&) override { calls.push_back("col2im"); }
+  void pool2d(bool, const TensorView&, const ops::Window2d&, const TensorView&) override {
+    calls.push_back("pool2d");
+  }
+  void pool2d_backward(bool, const TensorView&, const TensorView&, const ops::Window2d&, const TensorView&) override {
+    calls.push_back("pool2d_backward");
+  }
+  void gelu(const TensorView&, const TensorView&) override { calls.push_back("gelu"); }
+  void gelu_backward(const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("gelu_backward");
+  }
+  void dropout(const TensorView&, double, std::uint64_t, std::uint64_t, const TensorView&) override {
+    calls.push_back("dropout");
+  }
+  void embedding(const TensorView&, const TensorView&, const TensorView&) override { calls.push_back("embedding"); }
+  void embedding_backward(const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("embedding_backward");
+  }
+  void layer_norm(const TensorView&, const TensorView&, const TensorView&, double, const TensorView&) override {
+    calls.push_back("layer_norm");
+  }
+  void layer_norm_backward(const TensorView&, const TensorView&, const TensorView&, double, const TensorView&,
+                           const TensorView&, const TensorView&) override {
+    calls.push_back("layer_norm_backward");
+  }
+  void batch_norm_stats(const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("batch_norm_stats");
+  }
+  void batch_norm(const TensorView&, const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                  double, const TensorView&) override {
+    calls.push_back("batch_norm");
+  }
+  void batch_norm_backward(const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                           const TensorView&, double, bool, const TensorView&, const TensorView&,
+                           const TensorView&) override {
+    calls.push_back("batch_norm_backward");
   }
 };
 
@@ -175,4 +219,36 @@ TEST_CASE("gpu writes: note_gpu_write and CountsAsGpuWrite advance the epoch, fr
 
 TEST_CASE("gpu writes: the CPU engine is not wrapped") {
   CHECK(&ops::engine(Device::cpu()) == &ops::cpu::cpu_engine());
+}
+
+TEST_CASE("gpu writes: the layer kernels are forwarded too, each advancing the epoch once") {
+  test::SimGpu gpu;
+  CHECK_FALSE(ops::engine(Device::gpu(0)).has_layer_kernels());  // the simulated GPU has none
+  LayerRecordingEngine recorder;
+  Registered registered(gpu, recorder);
+  ops::Engine& e = ops::engine(Device::gpu(0));
+  REQUIRE(&e != &recorder);
+  CHECK(e.has_layer_kernels());
+  const TensorView v;
+  const ops::Window2d w;
+  const std::uint64_t before = ops::gpu_write_epoch();
+  e.im2col(v, w, v);
+  e.col2im(v, w, v);
+  e.pool2d(true, v, w, v);
+  e.pool2d_backward(false, v, v, w, v);
+  e.gelu(v, v);
+  e.gelu_backward(v, v, v);
+  e.dropout(v, 0.5, 1, 0, v);
+  e.embedding(v, v, v);
+  e.embedding_backward(v, v, v);
+  e.layer_norm(v, v, v, 1e-5, v);
+  e.layer_norm_backward(v, v, v, 1e-5, v, v, v);
+  e.batch_norm_stats(v, v, v);
+  e.batch_norm(v, v, v, v, v, 1e-5, v);
+  e.batch_norm_backward(v, v, v, v, v, 1e-5, true, v, v, v);
+  CHECK(recorder.calls ==
+        std::vector<std::string>{"im2col", "col2im", "pool2d", "pool2d_backward", "gelu", "gelu_backward", "dropout",
+                                 "embedding", "embedding_backward", "layer_norm", "layer_norm_backward",
+                                 "batch_norm_stats", "batch_norm", "batch_norm_backward"});
+  CHECK(ops::gpu_write_epoch() == before + 14);
 }

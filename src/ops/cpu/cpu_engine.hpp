@@ -48,6 +48,30 @@ class CpuEngine final : public Engine {
   bool sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
                   const SgdHyper& hyper) override;
 
+  // Layer kernels: ops/cpu/conv_kernels.cpp, pool_kernels.cpp, norm_kernels.cpp, layer_kernels.cpp.
+  bool has_layer_kernels() const noexcept override { return true; }
+  void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override;
+  void col2im(const TensorView& col, const Window2d& w, const TensorView& dx) override;
+  void pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out) override;
+  void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const Window2d& w,
+                       const TensorView& dx) override;
+  void gelu(const TensorView& x, const TensorView& out) override;
+  void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) override;
+  void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
+               const TensorView& out) override;
+  void embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) override;
+  void embedding_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight) override;
+  void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,
+                  const TensorView& out) override;
+  void layer_norm_backward(const TensorView& x, const TensorView& gamma, const TensorView& g, double eps,
+                           const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) override;
+  void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var) override;
+  void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var, const TensorView& gamma,
+                  const TensorView& beta, double eps, const TensorView& out) override;
+  void batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
+                           const TensorView& gamma, const TensorView& g, double eps, bool training,
+                           const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) override;
+
   // Whether each optional kernel above serves these views: the kernel
   // returns exactly this, decided before it writes anything, so a caller may
   // ask first (the simulated GPU records calls during a capture without

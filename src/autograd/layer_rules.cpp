@@ -1,0 +1,211 @@
+// Gradient rules of the layer ops. See layer_rules.hpp.
+//
+// Each rule recomputes what its forward pass did not keep (Note [Convolution
+// as GEMM] in ops/conv.cpp, Note [Dropout masks from the stream] in
+// ops/dropout.cpp): im2col columns, normalisation statistics, dropout masks.
+// Intermediates are Scratch, so a backward pass leaves nothing in any
+// manager.
+#include "autograd/layer_rules.hpp"
+
+#include <optional>
+
+#include "core/registry.hpp"
+#include "ops/op_support.hpp"
+
+namespace ndgc::autograd::detail {
+namespace {
+
+using ndgc::detail::Pinned;
+using ops::OpKind;
+
+TensorView view(const Pinned& p) { return ops::view_of(*p); }
+
+// `v` itself when contiguous, else a contiguous copy held in `keep`.
+TensorView contiguous(const TensorView& v, Scratch& keep, Device d) {
+  if (v.is_contiguous()) return v;
+  keep = copy(v, shape_of(v), v.dtype, d);
+  return keep.view();
+}
+
+TensorView with(TensorView v, std::initializer_list<std::int64_t> shape, std::initializer_list<std::int64_t> strides) {
+  v.rank = int(shape.size());
+  int i = 0;
+  for (auto s : shape) v.shape[i++] = s;
+  i = 0;
+  for (auto s : strides) v.strides[i++] = s;
+  return v;
+}
+
+struct LayerRule {
+  const Node& node;
+  Scratch& g;
+  std::vector<Scratch>& out;
+  Device d = g.device();
+
+  bool needs(std::size_t i) const { return i < node.size() && node.source(i) != kNoGradient; }
+  Pinned input(std::size_t i) const { return Pinned(node.input(i), "backward"); }
+  ops::Engine& engine() const { return g.engine(); }
+};
+
+// Note [Convolution as GEMM] in ops/conv.cpp, backwards: with g as
+// [N, G, O/G, L] and the recomputed col [N, G, K, L], dW = Σ_n g colᵀ,
+// dcol = Wᵀ g, dx = col2im(dcol), dbias = g summed over N, H', W'.
+void conv2d_rule(LayerRule& r) {
+  Pinned px = r.input(0), pw = r.input(1);
+  const ops::Window2d& w = r.node.op.window;
+  const std::int64_t n = px->shape[0], o = pw->shape[0], groups = w.groups, og = o / groups;
+  const std::int64_t k = pw->shape[1] * w.kernel[0] * w.kernel[1], l = r.g.shape()[2] * r.g.shape()[3];
+  const DataType dt = px->dtype;
+  const bool empty = r.g.shape().size() == 0;
+  const TensorView g4 = ops::contiguous_view(r.g.view().data, dt, Shape{n, groups, og, l});
+  if (r.needs(2)) {
+    Pinned pb = r.input(2);
+    Scratch b = empty ? full(pb->shape, dt, r.d, 0) : reduce(Reduce::sum, r.g.view(), 0b1101, r.d);
+    b.reshape(pb->shape);
+    r.out[2] = std::move(b);
+  }
+  if (r.needs(1)) {
+    if (empty) {
+      r.out[1] = full(pw->shape, dt, r.d, 0);
+    } else {
+      Scratch col(Shape{n, groups, k, l}, dt, r.d);
+      r.engine().im2col(view(px), w, col.view());
+      Scratch dw(Shape{n, groups, og, k}, dt, r.d);
+      r.engine().matmul(g4, swap_last(col.view()), dw.view());
+      Scratch total = n == 1 ? std::move(dw) : reduce(Reduce::sum, dw.view(), 1, r.d);
+      total.reshape(pw->shape);
+      r.out[1] = std::move(total);
+    }
+  }
+  if (r.needs(0)) {
+    if (empty) {
+      r.out[0] = full(px->shape, dt, r.d, 0);
+      return;
+    }
+    Scratch keep;
+    const TensorView wv = contiguous(view(pw), keep, r.d);
+    const TensorView wt = with(wv, {n, groups, k, og}, {0, og * k, 1, k});  // Wᵀ per group, every image
+    Scratch dcol(Shape{n, groups, k, l}, dt, r.d);
+    r.engine().matmul(wt, g4, dcol.view());
+    Scratch dx(px->shape, dt, r.d);
+    r.engine().col2im(dcol.view(), w, dx.view());
+    r.out[0] = std::move(dx);
+  }
+}
+
+void pool2d_rule(LayerRule& r, bool max) {
+  if (!r.needs(0)) return;
+  Pinned px = r.input(0);
+  Scratch dx(px->shape, px->dtype, r.d);
+  if (r.g.shape().size() == 0) dx = full(px->shape, px->dtype, r.d, 0);
+  else r.engine().pool2d_backward(max, view(px), r.g.view(), r.node.op.window, dx.view());
+  r.out[0] = std::move(dx);
+}
+
+void gelu_rule(LayerRule& r) {
+  if (!r.needs(0)) return;
+  Pinned px = r.input(0);
+  Scratch dx(px->shape, px->dtype, r.d);
+  if (dx.shape().size() > 0) r.engine().gelu_backward(view(px), r.g.view(), dx.view());
+  r.out[0] = std::move(dx);
+}
+
+// Note [Dropout masks from the stream] in ops/dropout.cpp.
+void dropout_rule(LayerRule& r) {
+  if (!r.needs(0)) return;
+  Scratch dx(r.g.shape(), r.g.dtype(), r.d);
+  if (dx.shape().size() > 0)
+    r.engine().dropout(r.g.view(), r.node.op.scalar, r.node.op.seed, r.node.op.offset, dx.view());
+  r.out[0] = std::move(dx);
+}
+
+void embedding_rule(LayerRule& r) {
+  if (!r.needs(1)) return;
+  Pinned pi = r.input(0), pw = r.input(1);
+  const std::int64_t count = pi->shape.size(), dim = pw->shape[1];
+  if (count == 0 || dim == 0) {
+    r.out[1] = full(pw->shape, pw->dtype, r.d, 0);
+    return;
+  }
+  Scratch dw(pw->shape, pw->dtype, r.d);
+  r.engine().embedding_backward(view(pi), ops::as_rows(r.g.view(), count, dim), dw.view());
+  r.out[1] = std::move(dw);
+}
+
+void layer_norm_rule(LayerRule& r) {
+  Pinned px = r.input(0), pg = r.input(1);
+  const std::int64_t dim = pg->shape.size(), rows = dim > 0 ? px->shape.size() / dim : 0;
+  const DataType dt = px->dtype;
+  if (rows == 0 || dim == 0) {
+    if (r.needs(0)) r.out[0] = full(px->shape, dt, r.d, 0);
+    if (r.needs(1)) r.out[1] = full(pg->shape, dt, r.d, 0);
+    if (r.needs(2)) r.out[2] = full(pg->shape, dt, r.d, 0);
+    return;
+  }
+  Scratch kx, kg, dx, dgamma, dbeta;
+  const TensorView xv = ops::as_rows(contiguous(view(px), kx, r.d), rows, dim);
+  const TensorView gv = ops::as_rows(contiguous(view(pg), kg, r.d), dim, 0);
+  TensorView dxv{}, dgv{}, dbv{};
+  if (r.needs(0)) dx = Scratch(px->shape, dt, r.d), dxv = ops::as_rows(dx.view(), rows, dim);
+  if (r.needs(1)) dgamma = Scratch(pg->shape, dt, r.d), dgv = ops::as_rows(dgamma.view(), dim, 0);
+  if (r.needs(2)) dbeta = Scratch(pg->shape, dt, r.d), dbv = ops::as_rows(dbeta.view(), dim, 0);
+  r.engine().layer_norm_backward(xv, gv, ops::as_rows(r.g.view(), rows, dim), r.node.op.scalar, dxv, dgv, dbv);
+  if (r.needs(0)) r.out[0] = std::move(dx);
+  if (r.needs(1)) r.out[1] = std::move(dgamma);
+  if (r.needs(2)) r.out[2] = std::move(dbeta);
+}
+
+// Training: the batch statistics are recomputed from x (they depend on it);
+// otherwise the recorded running statistics are constants.
+void batch_norm_rule(LayerRule& r) {
+  Pinned px = r.input(0), pg = r.input(1);
+  const DataType dt = px->dtype;
+  const std::int64_t n = px->shape[0], c = px->shape[1];
+  const std::int64_t spatial = n > 0 && c > 0 ? px->shape.size() / (n * c) : 0;
+  if (px->shape.size() == 0) {
+    if (r.needs(0)) r.out[0] = full(px->shape, dt, r.d, 0);
+    if (r.needs(1)) r.out[1] = full(pg->shape, dt, r.d, 0);
+    if (r.needs(2)) r.out[2] = full(pg->shape, dt, r.d, 0);
+    return;
+  }
+  Scratch kx, mean, var, dx, dgamma, dbeta;
+  const TensorView xv = with(contiguous(view(px), kx, r.d), {n, c, spatial}, {c * spatial, spatial, 1});
+  TensorView mv, vv;
+  std::optional<Pinned> pm, pv;
+  if (r.node.op.training) {
+    mean = Scratch(Shape{c}, dt, r.d), var = Scratch(Shape{c}, dt, r.d);
+    r.engine().batch_norm_stats(xv, mean.view(), var.view());
+    mv = mean.view(), vv = var.view();
+  } else {
+    pm.emplace(r.input(3)), pv.emplace(r.input(4));
+    mv = view(*pm), vv = view(*pv);
+  }
+  TensorView dxv{}, dgv{}, dbv{};
+  if (r.needs(0)) dx = Scratch(px->shape, dt, r.d), dxv = with(dx.view(), {n, c, spatial}, {c * spatial, spatial, 1});
+  if (r.needs(1)) dgamma = Scratch(pg->shape, dt, r.d), dgv = dgamma.view();
+  if (r.needs(2)) dbeta = Scratch(pg->shape, dt, r.d), dbv = dbeta.view();
+  const TensorView gv = with(r.g.view(), {n, c, spatial}, {c * spatial, spatial, 1});
+  r.engine().batch_norm_backward(xv, mv, vv, view(pg), gv, r.node.op.scalar, r.node.op.training, dxv, dgv, dbv);
+  if (r.needs(0)) r.out[0] = std::move(dx);
+  if (r.needs(1)) r.out[1] = std::move(dgamma);
+  if (r.needs(2)) r.out[2] = std::move(dbeta);
+}
+
+}  // namespace
+
+void layer_gradients(const Node& node, Scratch& g, std::vector<Scratch>& out) {
+  LayerRule r{node, g, out};
+  switch (node.op.kind) {
+    case OpKind::conv2d: conv2d_rule(r); break;
+    case OpKind::max_pool2d: pool2d_rule(r, true); break;
+    case OpKind::avg_pool2d: pool2d_rule(r, false); break;
+    case OpKind::gelu: gelu_rule(r); break;
+    case OpKind::dropout: dropout_rule(r); break;
+    case OpKind::embedding: embedding_rule(r); break;
+    case OpKind::layer_norm: layer_norm_rule(r); break;
+    case OpKind::batch_norm: batch_norm_rule(r); break;
+    default: break;
+  }
+}
+
+}  // namespace ndgc::autograd::detail

@@ -1,0 +1,159 @@
+// CPU kernels of GELU, dropout and embedding (forward and backward).
+//
+// Element-wise work is split with parallel_for over elements (each element's
+// value depends on nothing else: same bits for any split). Dropout draws its
+// mask from the counter-based stream (ops/random_stream.hpp): element i keeps
+// its value when unit(seed, offset + i) >= p, so the backward pass redraws
+// the forward's mask from the same positions. Embedding's backward splits the
+// embedding's columns among threads; each column adds the rows of its indices
+// in index order, so repeated indices accumulate without atomics and the sum
+// is the same bits for any thread count.
+#include <cmath>
+#include <memory>
+#include <numbers>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "ops/cpu/cpu_engine.hpp"
+#include "ops/cpu/layer_dispatch.hpp"
+#include "ops/cpu/strided.hpp"
+#include "ops/random_stream.hpp"
+
+namespace ndgc::ops::cpu {
+namespace {
+
+template <class T>
+T phi_cdf(T x) {
+  return T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
+}
+
+// "(1, 2)": the row-major position `flat` in `v`'s shape.
+std::string position(const TensorView& v, std::int64_t flat) {
+  std::int64_t idx[kMaxRank] = {};
+  for (int i = v.rank - 1; i >= 0; --i) {
+    idx[i] = v.shape[i] ? flat % v.shape[i] : 0;
+    flat = v.shape[i] ? flat / v.shape[i] : 0;
+  }
+  std::string s = "(";
+  for (int i = 0; i < v.rank; ++i) s += fmt::format("{}{}", i ? ", " : "", idx[i]);
+  return s + ")";
+}
+
+// Indices of any integer dtype as int64, contiguous, checked against [0, rows).
+template <class F>
+void with_indices(const TensorView& indices, std::int64_t rows, const char* kernel, F&& f) {
+  std::unique_ptr<Scratch> keep;
+  const TensorView& iv = contiguous_or_copy(indices, keep);
+  dispatch(iv.dtype, [&](auto tag) {
+    using I = decltype(tag);
+    if constexpr (std::is_floating_point_v<I> || std::is_same_v<I, bool>) {
+      throw InvalidArgument(fmt::format("{}: indices must be integers, not {}", kernel, to_string(iv.dtype)));
+    } else {
+      const I* idx = static_cast<const I*>(iv.data);
+      const std::int64_t n = iv.size();
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t k = std::int64_t(idx[i]);
+        if (k < 0 || k >= rows)
+          throw InvalidArgument(fmt::format("embedding: index {} at position {} of the indices is outside [0, {}) "
+                                            "(the weight's rows)",
+                                            k, position(indices, i), rows));
+      }
+      f(idx, n);
+    }
+  });
+}
+
+}  // namespace
+
+void CpuEngine::gelu(const TensorView& x, const TensorView& out) {
+  std::unique_ptr<Scratch> keep;
+  const TensorView& xc = contiguous_or_copy(x, keep);
+  floating(x.dtype, "gelu", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(xc.data);
+    T* o = static_cast<T*>(out.data);
+    support::parallel_for(xc.size(), support::kGrainSize / 8, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i) o[i] = in[i] * phi_cdf(in[i]);
+    });
+  });
+}
+
+void CpuEngine::gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) {
+  std::unique_ptr<Scratch> kx, kg;
+  const TensorView& xc = contiguous_or_copy(x, kx);
+  const TensorView& gc = contiguous_or_copy(g, kg);
+  floating(x.dtype, "gelu_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(xc.data);
+    const T* gin = static_cast<const T*>(gc.data);
+    T* d = static_cast<T*>(dx.data);
+    const T density = T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);  // 1 / √(2π)
+    support::parallel_for(xc.size(), support::kGrainSize / 8, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i) {
+        const T v = in[i];
+        d[i] = gin[i] * (phi_cdf(v) + v * density * std::exp(T(-0.5) * v * v));
+      }
+    });
+  });
+}
+
+void CpuEngine::dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
+                        const TensorView& out) {
+  std::unique_ptr<Scratch> keep;
+  const TensorView& xc = contiguous_or_copy(x, keep);
+  floating(x.dtype, "dropout", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(xc.data);
+    T* o = static_cast<T*>(out.data);
+    const T scale = T(1.0 / (1.0 - p));
+    support::parallel_for(xc.size(), support::kGrainSize / 4, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i)
+        o[i] = random::unit(seed, offset + std::uint64_t(i)) >= p ? in[i] * scale : T(0);
+    });
+  });
+}
+
+void CpuEngine::embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) {
+  const std::int64_t rows = weight.shape[0], dim = weight.shape[1];
+  std::unique_ptr<Scratch> kw;
+  const TensorView& wc = contiguous_or_copy(weight, kw);
+  with_indices(indices, rows, "embedding", [&](const auto* idx, std::int64_t n) {
+    floating(weight.dtype, "embedding", [&](auto tag) {
+      using T = decltype(tag);
+      const T* w = static_cast<const T*>(wc.data);
+      T* o = static_cast<T*>(out.data);
+      support::parallel_for(n, grain_for(dim), [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i) {
+          const T* src = w + std::int64_t(idx[i]) * dim;
+          for (std::int64_t d = 0; d < dim; ++d) o[i * dim + d] = src[d];
+        }
+      });
+    });
+  });
+}
+
+void CpuEngine::embedding_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight) {
+  const std::int64_t rows = dweight.shape[0], dim = dweight.shape[1];
+  std::unique_ptr<Scratch> kg;
+  const TensorView& gc = contiguous_or_copy(g, kg);
+  with_indices(indices, rows, "embedding_backward", [&](const auto* idx, std::int64_t n) {
+    floating(dweight.dtype, "embedding_backward", [&](auto tag) {
+      using T = decltype(tag);
+      const T* gin = static_cast<const T*>(gc.data);
+      T* dw = static_cast<T*>(dweight.data);
+      support::parallel_for(dim, grain_for(n + rows), [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t d = lo; d < hi; ++d) dw[r * dim + d] = T(0);
+        for (std::int64_t i = 0; i < n; ++i) {
+          T* dst = dw + std::int64_t(idx[i]) * dim;
+          const T* src = gin + i * dim;
+          for (std::int64_t d = lo; d < hi; ++d) dst[d] += src[d];
+        }
+      });
+    });
+  });
+}
+
+}  // namespace ndgc::ops::cpu

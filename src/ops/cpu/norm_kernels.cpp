@@ -1,0 +1,200 @@
+// CPU kernels of layer_norm and batch_norm (forward, statistics, backward).
+//
+// Statistics are two-pass (mean, then the mean of squared deviations),
+// accumulated in double whatever the dtype. Each reduction runs whole inside
+// one piece of a parallel_for (a row of layer_norm, a channel of
+// batch_norm), in a fixed order, so results are the same bits for any split.
+// Parameter vectors ([D] or [C]) may be strided views; x, g and the outputs
+// are contiguous (the ops layer and autograd see to it).
+#include <cmath>
+#include <memory>
+
+#include "ops/cpu/cpu_engine.hpp"
+#include "ops/cpu/layer_dispatch.hpp"
+
+namespace ndgc::ops::cpu {
+namespace {
+
+template <class T>
+struct Vec {  // a 1-D parameter view, maybe strided, maybe absent (null data)
+  const T* data;
+  std::int64_t stride;
+  explicit Vec(const TensorView& v) : data(static_cast<const T*>(v.data)), stride(v.rank ? v.strides[0] : 0) {}
+  T operator[](std::int64_t i) const { return data[i * stride]; }
+};
+
+template <class T>
+void row_stats(const T* x, std::int64_t n, double eps, double& mean, double& rstd) {
+  double s = 0;
+  for (std::int64_t i = 0; i < n; ++i) s += double(x[i]);
+  mean = n ? s / double(n) : 0;
+  double v = 0;
+  for (std::int64_t i = 0; i < n; ++i) v += (double(x[i]) - mean) * (double(x[i]) - mean);
+  rstd = 1.0 / std::sqrt((n ? v / double(n) : 0) + eps);
+}
+
+}  // namespace
+
+void CpuEngine::layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,
+                           const TensorView& out) {
+  const std::int64_t rows = x.shape[0], dim = x.shape[1];
+  floating(x.dtype, "layer_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x.data);
+    T* o = static_cast<T*>(out.data);
+    const Vec<T> ga(gamma), be(beta);
+    support::parallel_for(rows, grain_for(3 * dim), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t r = lo; r < hi; ++r) {
+        double mean, rstd;
+        row_stats(in + r * dim, dim, eps, mean, rstd);
+        for (std::int64_t d = 0; d < dim; ++d)
+          o[r * dim + d] = T((double(in[r * dim + d]) - mean) * rstd) * ga[d] + be[d];
+      }
+    });
+  });
+}
+
+// dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = g gamma;
+// dgamma = Σ_rows g xhat, dbeta = Σ_rows g (a second pass over columns,
+// from the row statistics of the first).
+void CpuEngine::layer_norm_backward(const TensorView& x, const TensorView& gamma, const TensorView& g, double eps,
+                                    const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) {
+  const std::int64_t rows = x.shape[0], dim = x.shape[1];
+  Scratch stats(contiguous_view(nullptr, DataType::float64, Shape{rows, 2}));
+  double* st = static_cast<double*>(stats.view().data);
+  floating(x.dtype, "layer_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x.data);
+    const T* gin = static_cast<const T*>(g.data);
+    const Vec<T> ga(gamma);
+    T* d = static_cast<T*>(dx.data);
+    support::parallel_for(rows, grain_for(5 * dim), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t r = lo; r < hi; ++r) {
+        const T* xr = in + r * dim;
+        const T* gr = gin + r * dim;
+        double mean, rstd;
+        row_stats(xr, dim, eps, mean, rstd);
+        st[2 * r] = mean, st[2 * r + 1] = rstd;
+        if (!d) continue;
+        double sum_dy = 0, sum_dy_xhat = 0;
+        for (std::int64_t k = 0; k < dim; ++k) {
+          const double dy = double(gr[k]) * double(ga[k]);
+          sum_dy += dy;
+          sum_dy_xhat += dy * (double(xr[k]) - mean) * rstd;
+        }
+        const double m1 = sum_dy / double(dim), m2 = sum_dy_xhat / double(dim);
+        for (std::int64_t k = 0; k < dim; ++k) {
+          const double xhat = (double(xr[k]) - mean) * rstd;
+          d[r * dim + k] = T(rstd * (double(gr[k]) * double(ga[k]) - m1 - xhat * m2));
+        }
+      }
+    });
+    T* dg = static_cast<T*>(dgamma.data);
+    T* db = static_cast<T*>(dbeta.data);
+    if (!dg && !db) return;
+    support::parallel_for(dim, grain_for(2 * rows), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t k = lo; k < hi; ++k) {
+        double sg = 0, sb = 0;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const double gv = double(gin[r * dim + k]);
+          sb += gv;
+          sg += gv * (double(in[r * dim + k]) - st[2 * r]) * st[2 * r + 1];
+        }
+        if (dg) dg[k] = T(sg);
+        if (db) db[k] = T(sb);
+      }
+    });
+  });
+}
+
+void CpuEngine::batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var) {
+  const std::int64_t n = x.shape[0], c = x.shape[1], s = x.shape[2];
+  floating(x.dtype, "batch_norm_stats", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x.data);
+    T* mo = static_cast<T*>(mean.data);
+    T* vo = static_cast<T*>(var.data);
+    support::parallel_for(c, grain_for(2 * n * s), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t ch = lo; ch < hi; ++ch) {
+        double sum = 0;
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < s; ++j) sum += double(in[(i * c + ch) * s + j]);
+        const double m = n * s > 0 ? sum / double(n * s) : 0;
+        double v = 0;
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < s; ++j) {
+            const double dev = double(in[(i * c + ch) * s + j]) - m;
+            v += dev * dev;
+          }
+        mo[ch * mean.strides[0]] = T(m);
+        vo[ch * var.strides[0]] = T(n * s > 0 ? v / double(n * s) : 0);
+      }
+    });
+  });
+}
+
+void CpuEngine::batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var,
+                           const TensorView& gamma, const TensorView& beta, double eps, const TensorView& out) {
+  const std::int64_t c = x.shape[1], s = x.shape[2], planes = x.shape[0] * c;
+  floating(x.dtype, "batch_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x.data);
+    T* o = static_cast<T*>(out.data);
+    const Vec<T> mv(mean), vv(var), ga(gamma), be(beta);
+    support::parallel_for(planes, grain_for(s), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t p = lo; p < hi; ++p) {
+        const std::int64_t ch = p % c;
+        const double m = double(mv[ch]), rstd = 1.0 / std::sqrt(double(vv[ch]) + eps);
+        for (std::int64_t j = 0; j < s; ++j)
+          o[p * s + j] = T((double(in[p * s + j]) - m) * rstd) * ga[ch] + be[ch];
+      }
+    });
+  });
+}
+
+// Per channel, M = N·S: dbeta = Σ g, dgamma = Σ g xhat; training: dx = gamma
+// rstd (g - dbeta / M - xhat dgamma / M); not training (constant
+// statistics): dx = g gamma rstd.
+void CpuEngine::batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
+                                    const TensorView& gamma, const TensorView& g, double eps, bool training,
+                                    const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) {
+  const std::int64_t n = x.shape[0], c = x.shape[1], s = x.shape[2];
+  floating(x.dtype, "batch_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x.data);
+    const T* gin = static_cast<const T*>(g.data);
+    const Vec<T> mv(mean), vv(var), ga(gamma);
+    T* d = static_cast<T*>(dx.data);
+    T* dg = static_cast<T*>(dgamma.data);
+    T* db = static_cast<T*>(dbeta.data);
+    const double count = double(n * s);
+    support::parallel_for(c, grain_for(3 * n * s), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t ch = lo; ch < hi; ++ch) {
+        const double m = double(mv[ch]), rstd = 1.0 / std::sqrt(double(vv[ch]) + eps);
+        double sg = 0, sgx = 0;
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < s; ++j) {
+            const std::int64_t at = (i * c + ch) * s + j;
+            sg += double(gin[at]);
+            sgx += double(gin[at]) * (double(in[at]) - m) * rstd;
+          }
+        if (dg) dg[ch] = T(sgx);
+        if (db) db[ch] = T(sg);
+        if (!d) continue;
+        const double scale = double(ga[ch]) * rstd;
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < s; ++j) {
+            const std::int64_t at = (i * c + ch) * s + j;
+            if (training) {
+              const double xhat = (double(in[at]) - m) * rstd;
+              d[at] = T(scale * (double(gin[at]) - sg / count - xhat * sgx / count));
+            } else {
+              d[at] = T(scale * double(gin[at]));
+            }
+          }
+      }
+    });
+  });
+}
+
+}  // namespace ndgc::ops::cpu

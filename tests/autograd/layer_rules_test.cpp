@@ -1,0 +1,193 @@
+// Gradients of the layer ops (src/autograd/layer_rules.cpp) against central
+// finite differences in float64, the harness of gradient_check_test.cpp:
+// stride, padding, dilation, groups, uneven shapes and views for conv2d;
+// both pools; GELU; dropout (its mask redrawn from the seed); embedding with
+// repeated indices; layer_norm over one and two axes; batch_norm training
+// and evaluation.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include <ndgc/autograd.hpp>
+#include <ndgc/ndgc.hpp>
+
+namespace ndgc {
+namespace {
+
+using Inputs = std::vector<NDArray>;
+using Fn = std::function<NDArray(const Inputs&)>;
+
+enum class Values { signed_, positive, distinct };
+
+std::vector<double> draw(std::int64_t n, Values kind, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.2, 1.0);
+  std::bernoulli_distribution sign(0.5);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (auto& x : v) {
+    x = u(rng);
+    if (kind == Values::positive) x += 0.3;
+    else if (sign(rng)) x = -x;
+  }
+  if (kind == Values::distinct) {  // well-separated values: no ties for max/min
+    std::uniform_real_distribution<double> jitter(0.0, 0.05);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = (v[i] < 0 ? -1.0 : 1.0) * (0.1 + 0.37 * double(i % 97)) + jitter(rng);
+  }
+  return v;
+}
+
+double loss_value(ManagerRef m, const std::vector<Shape>& shapes, const std::vector<std::vector<double>>& values,
+                  const Fn& f, const std::vector<double>& weights, const Shape& out_shape) {
+  NDManager step = m.new_sub_manager("eval");
+  Inputs in;
+  for (std::size_t i = 0; i < shapes.size(); ++i) in.push_back(step.create(values[i], shapes[i]));
+  NDArray out = f(in);
+  NDArray w = step.create(weights, out_shape);
+  return out.mul(w).sum().item<double>();
+}
+
+// Checks d sum(f(x) * w) / dx for every input against central differences.
+void check(const std::vector<Shape>& shapes, const Fn& f, Values kind = Values::signed_, std::uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  NDManager m = NDManager::new_base_manager("gradcheck");
+  std::vector<std::vector<double>> values;
+  Inputs leaves;
+  for (const Shape& s : shapes) {
+    values.push_back(draw(s.size(), kind, rng));
+    leaves.push_back(m.create(values.back(), s));
+    leaves.back().set_requires_gradient(true);
+  }
+  Shape out_shape;
+  std::vector<double> weights;
+  {
+    GradientCollector collector;
+    NDArray out = f(leaves);
+    REQUIRE(out.dtype() == DataType::float64);
+    out_shape = out.shape();
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (std::int64_t i = 0; i < out_shape.size(); ++i) weights.push_back(u(rng));
+    NDArray loss = out.mul(m.create(weights, out_shape)).sum();
+    collector.backward(loss);
+  }
+  const double h = 1e-6;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<double> analytic = leaves[i].gradient().to_vector<double>();
+    REQUIRE(analytic.size() == values[i].size());
+    for (std::size_t k = 0; k < values[i].size(); ++k) {
+      const double x = values[i][k];
+      values[i][k] = x + h;
+      const double up = loss_value(m, shapes, values, f, weights, out_shape);
+      values[i][k] = x - h;
+      const double down = loss_value(m, shapes, values, f, weights, out_shape);
+      values[i][k] = x;
+      const double numeric = (up - down) / (2 * h);
+      const double error = std::abs(analytic[k] - numeric) / std::max({1.0, std::abs(analytic[k]), std::abs(numeric)});
+      INFO("input ", i, " element ", k, ": autograd ", analytic[k], ", finite differences ", numeric);
+      CHECK(error <= 1e-6);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck: conv2d") {
+  check({{2, 3, 5, 4}, {4, 3, 3, 2}, {4}}, [](const Inputs& x) { return conv2d(x[0], x[1], x[2]); });
+  check({{1, 2, 6, 7}, {3, 2, 2, 3}}, [](const Inputs& x) {
+    return conv2d(x[0], x[1], NDArray{}, {2, 1}, {1, 2}, {1, 2});
+  });
+  check({{2, 4, 5, 5}, {6, 2, 3, 2}, {6}}, [](const Inputs& x) {
+    return conv2d(x[0], x[1], x[2], {1, 2}, {1, 0}, {2, 1}, 2);
+  });
+  check({{1, 3, 4, 4}, {3, 1, 3, 3}}, [](const Inputs& x) {
+    return conv2d(x[0], x[1], NDArray{}, {1, 1}, {1, 1}, {1, 1}, 3);  // depthwise
+  });
+  // views: x transposed in its spatial axes, the weight permuted
+  check({{1, 2, 4, 3}, {3, 2, 2, 2}, {6}}, [](const Inputs& x) {
+    return conv2d(x[0].transpose({0, 1, 3, 2}), x[1], x[2].get("::2"), {1, 1}, {0, 1});
+  });
+}
+
+TEST_CASE("gradcheck: conv2d with a weight stored transposed") {
+  check({{1, 2, 4, 4}, {2, 2, 3, 3}}, [](const Inputs& x) {
+    // the weight seen through a permutation of its own: not contiguous
+    return conv2d(x[0], x[1].transpose({0, 1, 3, 2}), NDArray{}, {2, 2}, {1, 1});
+  });
+}
+
+TEST_CASE("gradcheck: max_pool2d and avg_pool2d") {
+  check({{2, 2, 5, 4}}, [](const Inputs& x) { return max_pool2d(x[0], {2, 2}, {2, 1}); }, Values::distinct);
+  check({{1, 2, 5, 5}}, [](const Inputs& x) { return max_pool2d(x[0], {3, 2}, {2, 2}, {1, 1}); }, Values::distinct);
+  check({{2, 2, 5, 4}}, [](const Inputs& x) { return avg_pool2d(x[0], {2, 3}, {1, 2}); });
+  check({{1, 3, 4, 5}}, [](const Inputs& x) { return avg_pool2d(x[0], {3, 3}, {2, 2}, {1, 1}); });
+  check({{1, 2, 4, 6}}, [](const Inputs& x) { return avg_pool2d(x[0].transpose({0, 1, 3, 2}), {2, 2}, {2, 2}); });
+}
+
+TEST_CASE("gradcheck: gelu") {
+  check({{3, 4}}, [](const Inputs& x) { return x[0].mul(2.0).gelu(); });
+  check({{3, 4}}, [](const Inputs& x) { return x[0].transpose().gelu(); });
+}
+
+TEST_CASE("gradcheck: dropout redraws its mask from the seed") {
+  check({{6, 7}}, [](const Inputs& x) {
+    set_random_seed(11);
+    return dropout(x[0], 0.4, true);
+  });
+  check({{6, 7}}, [](const Inputs& x) {
+    set_random_seed(12);
+    return dropout(x[0].transpose(), 0.3, true).mul(x[0].transpose());
+  });
+  check({{2, 3}}, [](const Inputs& x) { return dropout(x[0], 0.5, false); });
+}
+
+TEST_CASE("gradcheck: embedding with repeated indices") {
+  check({{5, 3}}, [](const Inputs& x) {
+    NDArray idx = x[0].manager().create(std::vector<double>{4, 1, 4, 0, 4, 1}, {2, 3}).to_type(DataType::int64);
+    return embedding(idx, x[0]);
+  });
+}
+
+TEST_CASE("embedding: repeated indices add their gradients") {
+  NDManager m = NDManager::new_base_manager("embedding-grad");
+  NDArray w = m.zeros({4, 2}, DataType::float64);
+  w.set_requires_gradient(true);
+  NDArray idx = m.create(std::vector<double>{1, 3, 1, 1}, {4}).to_type(DataType::int32);
+  {
+    GradientCollector collector;
+    NDArray y = embedding(idx, w);
+    NDArray weights = m.create(std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}, {4, 2});
+    collector.backward(y.mul(weights).sum());
+  }
+  CHECK(w.gradient().to_vector<double>() == std::vector<double>{0, 0, 1 + 5 + 7, 2 + 6 + 8, 0, 0, 3, 4});
+}
+
+TEST_CASE("gradcheck: layer_norm") {
+  check({{3, 5}, {5}, {5}}, [](const Inputs& x) { return layer_norm(x[0], x[1], x[2]); });
+  check({{2, 3, 4}, {3, 4}, {3, 4}}, [](const Inputs& x) { return layer_norm(x[0], x[1], x[2], 1e-3); });
+  check({{4, 3}, {4}, {4}}, [](const Inputs& x) { return layer_norm(x[0].transpose(), x[1], x[2]); });
+}
+
+TEST_CASE("gradcheck: batch_norm, training and evaluation") {
+  auto stats = [](const NDArray& like, double base) {
+    const std::int64_t c = like.shape()[1];
+    std::vector<double> v(static_cast<std::size_t>(c));
+    for (std::int64_t i = 0; i < c; ++i) v[std::size_t(i)] = base + 0.1 * double(i);
+    return like.manager().create(v, {c});
+  };
+  check({{3, 2, 2, 3}, {2}, {2}}, [&](const Inputs& x) {
+    return batch_norm(x[0], x[1], x[2], stats(x[0], 0), stats(x[0], 1), true);
+  });
+  check({{4, 3}, {3}, {3}}, [&](const Inputs& x) {
+    return batch_norm(x[0], x[1], x[2], stats(x[0], 0), stats(x[0], 1), true, 0.1, 1e-3);
+  });
+  check({{2, 3, 4}, {3}, {3}}, [&](const Inputs& x) {
+    return batch_norm(x[0], x[1], x[2], stats(x[0], 0.2), stats(x[0], 0.7), false);
+  });
+  check({{3, 2, 4}, {2}, {2}}, [&](const Inputs& x) {  // a view as x
+    NDArray t = x[0].transpose({2, 1, 0});
+    return batch_norm(t, x[1], x[2], stats(t, 0), stats(t, 1), true);
+  });
+}
+
+}  // namespace ndgc

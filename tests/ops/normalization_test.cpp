@@ -1,0 +1,135 @@
+// layer_norm and batch_norm (src/ops/normalization.cpp): values by hand and
+// against direct loops, running statistics after several steps and in
+// evaluation; errors.
+#include "ops_test_util.hpp"
+
+namespace ops_test {
+
+TEST_CASE("layer_norm: each row normalised, then scaled and shifted") {
+  NDManager m = fresh();
+  NDArray x = m.create(std::vector<double>{1, 2, 3, 4, -2, 0, 2, 4}, {2, 4});
+  NDArray g = m.create(std::vector<double>{1, 2, 1, 1}, {4}), b = m.create(std::vector<double>{0, 0, 1, 0}, {4});
+  // row 0: mean 2.5, biased var 1.25; row 1: mean 1, var 5
+  const double r0 = 1 / std::sqrt(1.25 + 1e-5), r1 = 1 / std::sqrt(5 + 1e-5);
+  check_values(layer_norm(x, g, b),
+               {-1.5 * r0, 2 * -0.5 * r0, 0.5 * r0 + 1, 1.5 * r0, -3 * r1, 2 * -1 * r1, 1 * r1 + 1, 3 * r1}, 1e-12);
+  // over the last two axes of [2, 2, 2]: the same numbers
+  NDArray y = layer_norm(x.reshape({2, 2, 2}), g.reshape({2, 2}), b.reshape({2, 2}));
+  check_shape(y, {2, 2, 2});
+  check_values(y, values(layer_norm(x, g, b)), 1e-12);
+  // a transposed view and float32
+  NDArray t = x.transpose().contiguous().transpose();
+  check_values(layer_norm(t, g, b), values(layer_norm(x, g, b)), 1e-12);
+  NDArray f = layer_norm(x.to_type(DataType::float32), g.to_type(DataType::float32), b.to_type(DataType::float32));
+  CHECK(f.dtype() == DataType::float32);
+  check_values(f, values(layer_norm(x, g, b)), 1e-5);
+}
+
+TEST_CASE("layer_norm: errors") {
+  NDManager m = fresh();
+  NDArray x = m.zeros({2, 4}), g = m.ones({4}), b = m.zeros({4});
+  CHECK_THROWS_WITH_AS(layer_norm(x, m.ones({3}), b), doctest::Contains("gamma"), ShapeMismatch);
+  CHECK_THROWS_WITH_AS(layer_norm(x, g, m.zeros({2})), doctest::Contains("beta"), ShapeMismatch);
+  CHECK_THROWS_WITH_AS(layer_norm(x, m.ones({2, 2, 4}), b), doctest::Contains("rank 1 to 2"), ShapeMismatch);
+  CHECK_THROWS_AS(layer_norm(x, m.ones({4}, DataType::float64), b), DTypeMismatch);
+  CHECK_THROWS_AS(layer_norm(m.zeros({2, 4}, DataType::int32), g, b), DTypeMismatch);
+  const std::size_t before = m.array_count();
+  CHECK_THROWS_AS(layer_norm(x, g, b, -1.0), InvalidArgument);
+  CHECK(m.array_count() == before);
+}
+
+TEST_CASE("batch_norm: training normalises by the batch and updates the running statistics") {
+  NDManager m = fresh();
+  // x [2, 2, 2]: channel 0 holds {1, 2, 5, 6}, channel 1 {0, 0, 4, 4}
+  NDArray x = m.create(std::vector<double>{1, 2, 0, 0, 5, 6, 4, 4}, {2, 2, 2});
+  NDArray g = m.create(std::vector<double>{1, 2}, {2}), b = m.create(std::vector<double>{0, 1}, {2});
+  NDArray rm = m.zeros({2}, DataType::float64), rv = m.ones({2}, DataType::float64);
+  NDArray y = batch_norm(x, g, b, rm, rv, true, 0.1, 0);
+  // channel 0: mean 3.5, biased var 4.25 (unbiased 17/3); channel 1: mean 2, var 4 (16/3)
+  const double s0 = 1 / std::sqrt(4.25);
+  check_values(y, {-2.5 * s0, -1.5 * s0, 2 * -1 + 1.0 / 1, 2 * -1 + 1, 1.5 * s0, 2.5 * s0, 2 * 1 + 1, 2 * 1 + 1},
+               1e-12);
+  check_values(rm, {0.35, 0.2}, 1e-12);
+  check_values(rv, {0.9 + 0.1 * 17 / 3, 0.9 + 0.1 * 16 / 3}, 1e-12);
+}
+
+TEST_CASE("batch_norm: running statistics after several steps, then evaluation uses them") {
+  NDManager m = fresh();
+  NDArray g = m.create(std::vector<double>{1.5, -1}, {2}), b = m.create(std::vector<double>{0.5, 0.25}, {2});
+  NDArray rm = m.zeros({2}, DataType::float64), rv = m.ones({2}, DataType::float64);
+  double want_m[2] = {0, 0}, want_v[2] = {1, 1};
+  const double momentum = 0.3;
+  for (int step = 0; step < 4; ++step) {
+    std::vector<double> v(3 * 2 * 5);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.9 + step) * (1 + step);
+    NDArray x = m.create(v, {3, 2, 5});
+    batch_norm(x, g, b, rm, rv, true, momentum);
+    for (int c = 0; c < 2; ++c) {
+      double s = 0, q = 0;
+      for (int n = 0; n < 3; ++n)
+        for (int k = 0; k < 5; ++k) s += v[std::size_t((n * 2 + c) * 5 + k)];
+      const double mean = s / 15;
+      for (int n = 0; n < 3; ++n)
+        for (int k = 0; k < 5; ++k) q += std::pow(v[std::size_t((n * 2 + c) * 5 + k)] - mean, 2);
+      want_m[c] = (1 - momentum) * want_m[c] + momentum * mean;
+      want_v[c] = (1 - momentum) * want_v[c] + momentum * q / 14;
+    }
+  }
+  check_values(rm, {want_m[0], want_m[1]}, 1e-12);
+  check_values(rv, {want_v[0], want_v[1]}, 1e-12);
+  // evaluation: normalised by the running statistics, which stay put
+  NDArray x = m.create(std::vector<double>{1, 2, 3, 4}, {2, 2});
+  NDArray y = batch_norm(x, g, b, rm, rv, false, momentum);
+  check_values(y, {(1 - want_m[0]) / std::sqrt(want_v[0] + 1e-5) * 1.5 + 0.5,
+                   (2 - want_m[1]) / std::sqrt(want_v[1] + 1e-5) * -1 + 0.25,
+                   (3 - want_m[0]) / std::sqrt(want_v[0] + 1e-5) * 1.5 + 0.5,
+                   (4 - want_m[1]) / std::sqrt(want_v[1] + 1e-5) * -1 + 0.25},
+               1e-12);
+  check_values(rm, {want_m[0], want_m[1]}, 1e-12);
+}
+
+TEST_CASE("batch_norm: views, float32, [N, C, H, W]") {
+  NDManager m = fresh();
+  std::vector<double> v(2 * 3 * 2 * 2);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::cos(double(i) * 1.1);
+  NDArray x = m.create(v, {2, 3, 2, 2});
+  NDArray g = m.ones({3}, DataType::float64), b = m.zeros({3}, DataType::float64);
+  NDArray rm = m.zeros({3}, DataType::float64), rv = m.ones({3}, DataType::float64);
+  NDArray want = batch_norm(x, g, b, rm.dup(), rv.dup(), true);
+  NDArray t = x.transpose({0, 1, 3, 2}).contiguous().transpose({0, 1, 3, 2});
+  check_values(batch_norm(t, g, b, rm.dup(), rv.dup(), true), values(want), 1e-12);
+  // each channel of the output has mean 0
+  std::vector<double> y = values(want);
+  for (int c = 0; c < 3; ++c) {
+    double s = 0;
+    for (int n = 0; n < 2; ++n)
+      for (int k = 0; k < 4; ++k) s += y[std::size_t((n * 3 + c) * 4 + k)];
+    CHECK(std::abs(s) < 1e-12);
+  }
+  auto f = [](const NDArray& a) { return a.to_type(DataType::float32); };
+  NDArray rmf = f(rm), rvf = f(rv);
+  check_values(batch_norm(f(x), f(g), f(b), rmf, rvf, true), values(want), 1e-5);
+}
+
+TEST_CASE("batch_norm: errors name what is wrong; a failed call leaves nothing and changes nothing") {
+  NDManager m = fresh();
+  NDArray x = m.zeros({4, 3, 2}), g = m.ones({3}), b = m.zeros({3}), rm = m.zeros({3}), rv = m.ones({3});
+  CHECK_THROWS_WITH_AS(batch_norm(m.zeros({4}), g, b, rm, rv, true), doctest::Contains("[N, C, ...]"), ShapeMismatch);
+  CHECK_THROWS_WITH_AS(batch_norm(x, m.ones({4}), b, rm, rv, true), doctest::Contains("gamma"), ShapeMismatch);
+  CHECK_THROWS_WITH_AS(batch_norm(x, g, b, m.zeros({2}), rv, true), doctest::Contains("running_mean"),
+                       ShapeMismatch);
+  CHECK_THROWS_WITH_AS(batch_norm(x, g, b, rm, m.ones({3, 1}), true), doctest::Contains("running_var"),
+                       ShapeMismatch);
+  CHECK_THROWS_AS(batch_norm(x, g, b, rm, m.ones({3}, DataType::float64), true), DTypeMismatch);
+  CHECK_THROWS_WITH_AS(batch_norm(m.zeros({1, 3}), g, b, rm, rv, true), doctest::Contains("training needs more than 1"),
+                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(batch_norm(x, g, b, rm, rv, true, 1.5), doctest::Contains("momentum"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(batch_norm(x, g, b, m.zeros({1}).broadcast_to({3}), rv, true),
+                       doctest::Contains("broadcast view"), InvalidArgument);
+  const std::size_t before = m.array_count();
+  CHECK_THROWS_AS(batch_norm(x, g, b, rm, rv, true, 0.1, -1), InvalidArgument);
+  CHECK(m.array_count() == before);
+  check_values(rm, {0, 0, 0});
+}
+
+}  // namespace ops_test
