@@ -71,3 +71,5 @@ TEST_CASE("a wide training run with auto-close and a workspace is the same bits 
     CHECK(many.live_arrays_after == live_before);
   }
 }
+
+}  // namespace ndgc
