@@ -92,6 +92,7 @@ TEST_CASE("ndgc-serve: bad command lines exit 2, a missing model file 1") {
   CHECK(Child({"--model", "nofile", "--port", "0"}).wait() == 2);
   CHECK(Child({"--model", "x=/nonexistent.model", "--port", "0"}).wait() == 1);
   CHECK(Child({"--model", "x=y", "--autoclose", "sometimes"}).wait() == 2);
+  CHECK(Child({"--model", "x=y", "--compute-threads", "0"}).wait() == 2);
 }
 
 }  // namespace ndgc::serving

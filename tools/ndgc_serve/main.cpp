@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <iostream>
 #include <list>
 
@@ -24,6 +25,7 @@
 #include <ndgc/gc.hpp>
 #include <ndgc/memory.hpp>
 #include <ndgc/model_file.hpp>
+#include <ndgc/parallel.hpp>
 #include <ndgc/serving.hpp>
 
 namespace {
@@ -37,6 +39,7 @@ struct Options {
   std::string workspace = "off";
   std::string leak = "none";
   std::string admin_token;
+  int compute_threads = 0;  // 0: the machine's intra-op threads shared by every model's workers
 };
 
 }  // namespace
@@ -51,6 +54,11 @@ int main(int argc, char** argv) {
   app.add_option("--port", o.server.port, "Port (0: any free port)");
   app.add_option("--io-threads", o.server.io_threads, "Threads running the HTTP connections")->check(CLI::Range(1, 256));
   app.add_option("--workers", o.server.workers, "Inference threads per model")->check(CLI::Range(1, 256));
+  app.add_option("--compute-threads", o.compute_threads,
+                 "Threads inside each op (ndgc::set_num_threads). Default: ndgc::num_threads() (NDGC_NUM_THREADS, "
+                 "else the cores) divided by the inference threads of all models, at least 1, so that busy workers "
+                 "and the intra-op pool do not oversubscribe the machine")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--max-batch-size", o.server.max_batch_size, "Rows per forward pass at most")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--max-queue-delay-us", o.server.max_queue_delay_us, "How long a batch waits for more rows")
@@ -76,6 +84,14 @@ int main(int argc, char** argv) {
   }
   if (o.autoclose == "trace") {
     std::cerr << "ndgc-serve: --autoclose trace needs a build linked with ndgc::trace; use on\n";
+    return 2;
+  }
+  try {
+    // See --compute-threads: the workers of every model share the cores.
+    const int workers = o.server.workers * int(o.models.size());
+    ndgc::set_num_threads(o.compute_threads > 0 ? o.compute_threads : std::max(1, ndgc::num_threads() / workers));
+  } catch (const ndgc::InvalidArgument& e) {  // a malformed NDGC_NUM_THREADS
+    std::cerr << "ndgc-serve: " << e.what() << '\n';
     return 2;
   }
   o.server.admin_token = o.admin_token;
