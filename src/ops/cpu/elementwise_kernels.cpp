@@ -191,6 +191,16 @@ void unary_typed(Unary op, const TensorView& in, const TensorView& out) {
   });
 }
 
+// memcpy and memset of contiguous arrays (gradients zeroed every step,
+// contiguous copies) in chunks of four grains: a byte copy needs much more
+// work than an arithmetic op to pay for a hand-off. Bytes are bytes, so any
+// split gives the same result.
+template <class F>
+void by_bulk_chunks(std::int64_t n, F&& f) {
+  support::parallel_chunks(n, 4 * support::kGrainSize,
+                           [&](std::int64_t, std::int64_t lo, std::int64_t hi) { f(lo, hi); });
+}
+
 }  // namespace
 
 void CpuEngine::binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) {
@@ -293,8 +303,13 @@ bool CpuEngine::relu_backward(const TensorView& x, const TensorView& g, const Te
 void CpuEngine::copy(const TensorView& in, const TensorView& out) {
   if (in.dtype == out.dtype && in.is_contiguous() && out.is_contiguous()) {
     // An empty array may have no buffer at all, and memcpy's pointers must not be null even for 0 bytes.
-    if (in.data != out.data && in.size() > 0)
-      std::memcpy(out.data, in.data, std::size_t(in.size()) * size_of(in.dtype));
+    if (in.data != out.data && in.size() > 0) {
+      const std::size_t esize = size_of(in.dtype);
+      by_bulk_chunks(in.size(), [&](std::int64_t lo, std::int64_t hi) {
+        std::memcpy(static_cast<char*>(out.data) + std::size_t(lo) * esize,
+                    static_cast<const char*>(in.data) + std::size_t(lo) * esize, std::size_t(hi - lo) * esize);
+      });
+    }
     return;
   }
   dispatch(in.dtype, [&](auto from_tag) {
@@ -318,7 +333,9 @@ void CpuEngine::fill(const TensorView& out, double value) {
     // dtypes' zero is all-zero bytes (+0.0 for floats; -0.0 is not).
     if (out.is_contiguous() && v == T(0) && !std::signbit(double(v))) {
       // An empty array may have no buffer: memset(nullptr, 0, 0) is undefined.
-      if (std::size_t n = std::size_t(out.size())) std::memset(out.data, 0, n * sizeof(T));
+      by_bulk_chunks(out.size(), [&](std::int64_t lo, std::int64_t hi) {
+        std::memset(static_cast<T*>(out.data) + lo, 0, std::size_t(hi - lo) * sizeof(T));
+      });
       return;
     }
     parallel_for_each_row<1>({&out}, [&](auto& p, auto& s, std::int64_t n) {

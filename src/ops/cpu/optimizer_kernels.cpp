@@ -23,12 +23,18 @@ namespace {
 // tests/ops/optimizer_kernels_test.cpp checks the loops against a scalar
 // reference at lengths around the vector width.
 
-// Parameters above the grain update in fixed chunks of kGrainSize elements
-// on the pool; the chunks depend on the size alone, so the bits do not
-// depend on the thread count (support/parallel.hpp).
+// Parameters update in fixed chunks of kUpdateChunk elements on the pool;
+// the chunks depend on the size alone, so the bits do not depend on the
+// thread count (support/parallel.hpp). An update is a few operations per
+// element that streams four arrays, so a piece pays for a hand-off only
+// when it is four grains long: a 784 × 128 layer's update (100,352
+// elements, about 25 µs) stays on the caller, where splitting it cost the
+// batch-32 step more than it saved (perf/RESULTS.md, issue 29).
+constexpr std::int64_t kUpdateChunk = 4 * support::kGrainSize;
+
 template <class Chunk>
 void by_chunks(std::int64_t n, Chunk&& chunk) {
-  support::parallel_chunks(n, support::kGrainSize,
+  support::parallel_chunks(n, kUpdateChunk,
                            [&](std::int64_t, std::int64_t lo, std::int64_t hi) { chunk(lo, hi - lo); });
 }
 
