@@ -110,6 +110,8 @@ void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
     } catch (const std::exception& e) {
       answers.assign(batch.size(), {500u, EncodedResponse{error_body(fmt::format("inference failed: {}", e.what())), 0}});
     }
+  }  // the context closes before any answer leaves: a client that has its answer sees the batch's memory gone
+  {
     const auto end = std::chrono::steady_clock::now();
     metrics_.compute_seconds.observe(seconds(end - start));
     metrics_.batch_size.observe(double(rows));
@@ -120,7 +122,7 @@ void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
       metrics_.pending.fetch_sub(1);  // first: a client that has its answer sees itself no longer pending
       batch[i].done(answers[i].first, std::move(answers[i].second));
     }
-  }  // the context closes here, its responses handed over
+  }
 }
 
 }  // namespace ndgc::serving
