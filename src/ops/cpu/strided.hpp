@@ -89,7 +89,8 @@ void for_each_row_in(const std::array<const TensorView*, N>& views, const Walk<N
   const int last = w.rank - 1;
   for (std::size_t k = 0; k < N; ++k) inner[k] = w.strides[k][last];
   std::int64_t idx[kMaxRank] = {};
-  for (std::int64_t d = last, rest = lo; d >= 0; --d) {
+  // A walk from the start (every call outside the pool) needs no division.
+  for (std::int64_t d = last, rest = lo; rest > 0 && d >= 0; --d) {
     idx[d] = rest % w.shape[d];
     rest /= w.shape[d];
     for (std::size_t k = 0; k < N; ++k) p[k] += idx[d] * w.strides[k][d] * esize[k];
