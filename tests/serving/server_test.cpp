@@ -82,6 +82,18 @@ void check_error(const test::ClientResponse& r, unsigned status, const std::stri
   CHECK(r.body().find(message) != std::string::npos);
 }
 
+// burst(warm), then burst(more): the live arrays and the host bytes in use
+// end exactly where warm-up left them.
+template <class Burst>
+void check_memory_flat(Burst&& burst, int warm, int more) {
+  burst(warm);
+  const std::size_t arrays = debug::snapshot().arrays.size();
+  const std::uint64_t bytes = memory::stats(Device::cpu()).current_bytes;
+  burst(more);
+  CHECK(debug::snapshot().arrays.size() == arrays);
+  CHECK(memory::stats(Device::cpu()).current_bytes == bytes);
+}
+
 }  // namespace
 
 TEST_CASE("every endpoint answers as KServe v2 says") {
@@ -218,12 +230,7 @@ TEST_CASE("memory stays flat: live arrays and bytes in use exactly as after warm
       }
     }
   };
-  burst(20);
-  const std::size_t arrays = debug::snapshot().arrays.size();
-  const std::uint64_t bytes = memory::stats(Device::cpu()).current_bytes;
-  burst(200);
-  CHECK(debug::snapshot().arrays.size() == arrays);
-  CHECK(memory::stats(Device::cpu()).current_bytes == bytes);
+  check_memory_flat(burst, 20, 200);
 }
 
 TEST_CASE("a client that trickles its request is cut off at the read deadline") {
@@ -419,12 +426,7 @@ TEST_CASE("--workspace on: answers as without it, memory flat after warm-up") {
       check_close(output_of(r.body()), f.expected(row));
     }
   };
-  burst(10);
-  const std::size_t arrays = debug::snapshot().arrays.size();
-  const std::uint64_t bytes = memory::stats(Device::cpu()).current_bytes;
-  burst(50);
-  CHECK(debug::snapshot().arrays.size() == arrays);
-  CHECK(memory::stats(Device::cpu()).current_bytes == bytes);
+  check_memory_flat(burst, 10, 50);
 }
 
 TEST_CASE("headers over the limit: 431 naming it") {
