@@ -16,8 +16,10 @@
 //   dtype float32
 //   <empty line>
 // `head -7 FILE` tells what a file holds. Unknown keys are an error (a newer
-// writer), so is a missing one. The only architecture so far is nn::Mlp with
-// ReLU, the block ndgc-train trains; a new one is a new `architecture` value.
+// writer), so is a missing one. The architectures are those ndgc-train
+// trains (--model): `mlp`, `cnn` and `lstm`, each below; a new one is a new
+// `architecture` value. Every one takes flat rows of `inputs` features, so a
+// server feeds them all alike; cnn and lstm read a row as a square image.
 // save_model_file writes a temporary file and renames it, like Model::save.
 // Errors: DataError naming the file and the problem.
 #pragma once
@@ -42,7 +44,17 @@ struct Architecture {
   std::vector<std::int64_t> hidden;
   DataType dtype = DataType::float32;
 
+  // nn::Mlp with ReLU: Linear + ReLU per hidden size, then Linear to outputs.
   static Architecture mlp(std::int64_t inputs, std::int64_t outputs, std::vector<std::int64_t> hidden);
+  // A row of inputs = side² pixels as a [1, side, side] image, then for
+  // hidden {c1, c2, units}: conv c1 3x3 pad 1, BatchNorm, ReLU, max-pool 2 |
+  // conv c2 3x3 pad 1, BatchNorm, ReLU, max-pool 2 | flatten, dropout 0.25,
+  // Linear units, ReLU, Linear outputs. InvalidArgument unless inputs is a
+  // square and hidden has three sizes.
+  static Architecture cnn(std::int64_t inputs, std::int64_t outputs, std::vector<std::int64_t> hidden = {32, 64, 128});
+  // The image's side rows as side steps of side features, LSTM(hidden[0]),
+  // the last step's output into Linear outputs.
+  static Architecture lstm(std::int64_t inputs, std::int64_t outputs, std::int64_t hidden_size = 128);
   // A new block with this architecture (parameters not initialized).
   std::unique_ptr<nn::Block> make_block() const;
 };

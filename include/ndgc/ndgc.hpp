@@ -27,6 +27,7 @@
 #include "ndgc/ndindex.hpp"
 #include "ndgc/ndlist.hpp"
 #include "ndgc/nn.hpp"
+#include "ndgc/nn_layers.hpp"
 #include "ndgc/optimizer.hpp"
 #include "ndgc/parallel.hpp"
 #include "ndgc/scope.hpp"

@@ -120,7 +120,10 @@ std::pair<std::int64_t, std::int64_t> fans(const Shape& shape);
 
 class Parameter {
  public:
-  enum class Kind : std::uint8_t { weight, bias, other };
+  // running: a statistic its block updates itself (BatchNorm's running mean
+  // and variance). Model::save stores it and Model::load restores it, but it
+  // has no gradient and no optimizer or gradient reducer touches it.
+  enum class Kind : std::uint8_t { weight, bias, other, running };
 
   Parameter(std::string name, Kind kind = Kind::weight) : name_(std::move(name)), kind_(kind) {}
   Parameter(const Parameter&) = delete;
@@ -128,6 +131,8 @@ class Parameter {
 
   const std::string& name() const noexcept { return name_; }
   Kind kind() const noexcept { return kind_; }
+  // Whether training updates it through its gradient (every kind but running).
+  bool trainable() const noexcept { return kind_ != Kind::running; }
   bool is_initialized() const noexcept { return array_.defined(); }
   // The array (InvalidArgument naming the parameter before initialization).
   const NDArray& array() const;
@@ -135,8 +140,8 @@ class Parameter {
   NDArray gradient() const;
 
   // Creates the array in `manager` (filled by the parameter's initializer, or
-  // `fallback`) and makes it require a gradient. InvalidArgument when it is
-  // initialized already.
+  // `fallback`) and makes it require a gradient if it is trainable.
+  // InvalidArgument when it is initialized already.
   void initialize(const ManagerRef& manager, const Shape& shape, DataType dtype, const Initializer& fallback);
   // Uses `array` as the parameter (Model::load for uninitialized blocks).
   void set_array(NDArray array);
@@ -167,7 +172,16 @@ class Block {
   Block& operator=(const Block&) = delete;
 
   // The block's computation. Results join the first input's manager.
-  virtual NDList forward(const NDList& inputs) = 0;
+  // `training` is the mode of blocks that act differently when training
+  // (Dropout, BatchNorm); Trainer passes true, Predictor, evaluation and the
+  // server false. A block overrides one of the two forms: this one if it, or a
+  // child, cares about the mode. The default calls forward(inputs).
+  virtual NDList forward(const NDList& inputs, bool training);
+  // forward(inputs, autograd::is_recording()): training exactly when a
+  // GradientCollector records on this thread. The default calls the
+  // two-argument form; a block that overrides neither gets InvalidArgument
+  // naming it.
+  virtual NDList forward(const NDList& inputs);
 
   // Creates the parameters of this block and its children in `manager`, for
   // inputs of `input_shape` (the batch axis included); returns the output
@@ -179,9 +193,12 @@ class Block {
   virtual Shape output_shape(const Shape& input_shape) const = 0;
   bool is_initialized() const;
 
-  // This block's and its children's parameters, depth first, with full names.
+  // This block's and its children's parameters, depth first, with full names:
+  // everything Model::save stores, running statistics included.
   ParameterList parameters();
-  // Their arrays, in the same order (for zero_gradients and the like).
+  // Only those training updates (Parameter::trainable()), in the same order.
+  ParameterList trainable_parameters();
+  // The trainable parameters' arrays (for zero_gradients and the like).
   NDList parameter_arrays();
   // Sets the initializer of every parameter of `kind` here and below.
   void set_initializer(std::shared_ptr<const Initializer> initializer, Parameter::Kind kind = Parameter::Kind::weight);
@@ -207,6 +224,7 @@ class Block {
 class Linear : public Block {
  public:
   explicit Linear(std::int64_t units, bool bias = true);
+  using Block::forward;
   NDList forward(const NDList& inputs) override;
   Shape output_shape(const Shape& input_shape) const override;
   std::string describe() const override;
@@ -228,7 +246,9 @@ class Linear : public Block {
 class SequentialBlock : public Block {
  public:
   SequentialBlock& add(std::unique_ptr<Block> block);
-  NDList forward(const NDList& inputs) override;
+  using Block::forward;
+  // Passes `training` to every child.
+  NDList forward(const NDList& inputs, bool training) override;
   Shape initialize(const ManagerRef& manager, const Shape& input_shape, DataType dtype = DataType::float32) override;
   Shape output_shape(const Shape& input_shape) const override;
   std::string describe() const override;
@@ -241,6 +261,7 @@ class LambdaBlock : public Block {
   using ShapeFunction = std::function<Shape(const Shape&)>;
   // `shape_function`: the output shape; default: the input's.
   LambdaBlock(std::string name, Function function, ShapeFunction shape_function = {});
+  using Block::forward;
   NDList forward(const NDList& inputs) override;
   Shape output_shape(const Shape& input_shape) const override;
   std::string describe() const override { return name_; }

@@ -366,6 +366,8 @@ class Trainer {
 
   // Zeroes the parameters' gradients and starts recording on this thread.
   [[nodiscard]] GradientCollector new_gradient_collector();
+  // The model's forward; training exactly while a collector records here
+  // (train_batch passes true and validate_batch false themselves).
   NDList forward(const NDList& inputs);
   // One optimizer update of every parameter from its gradient.
   void step();

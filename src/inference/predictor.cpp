@@ -28,9 +28,9 @@ NDList PredictorCore::forward(const ManagerRef& context, const NDList& inputs) {
       NDList moved = inputs.to_device(device);
       for (std::size_t i = 0; i < moved.size(); ++i)
         if (!moved[i].same(inputs[i])) moved[i].attach(context);
-      return model_.block().forward(moved);
+      return model_.block().forward(moved, /*training=*/false);
     }
-  return model_.block().forward(inputs);
+  return model_.block().forward(inputs, /*training=*/false);
 }
 
 }  // namespace detail

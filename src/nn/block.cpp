@@ -1,11 +1,35 @@
 // Block: parameters, children, full names and the default initialization.
 // Thread-safety: see ndgc/nn.hpp.
+#include <utility>
+
 #include <fmt/format.h>
 
+#include "ndgc/autograd.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/nn.hpp"
 
 namespace ndgc::nn {
+namespace {
+
+// The block whose default two-argument forward is calling its one-argument
+// form on this thread: met again, the block overrides neither.
+thread_local const Block* t_defaulting = nullptr;
+
+}  // namespace
+
+NDList Block::forward(const NDList& inputs, bool) {
+  if (t_defaulting == this)
+    throw InvalidArgument(fmt::format("{}: the block overrides neither forward(inputs) nor forward(inputs, training)",
+                                     describe()));
+  const Block* outer = std::exchange(t_defaulting, this);
+  struct Restore {
+    const Block* outer;
+    ~Restore() { t_defaulting = outer; }
+  } restore{outer};
+  return forward(inputs);
+}
+
+NDList Block::forward(const NDList& inputs) { return forward(inputs, autograd::is_recording()); }
 
 Shape Block::initialize(const ManagerRef& manager, const Shape& input_shape, DataType dtype) {
   initialize_self(manager, input_shape, dtype);
@@ -33,9 +57,16 @@ ParameterList Block::parameters() {
   return out;
 }
 
+ParameterList Block::trainable_parameters() {
+  ParameterList out;
+  for (const NamedParameter& p : parameters())
+    if (p.parameter->trainable()) out.push_back(p);
+  return out;
+}
+
 NDList Block::parameter_arrays() {
   NDList out;
-  for (const NamedParameter& p : parameters()) out.push_back(p.parameter->array());
+  for (const NamedParameter& p : trainable_parameters()) out.push_back(p.parameter->array());
   return out;
 }
 

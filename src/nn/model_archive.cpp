@@ -63,7 +63,6 @@ Architecture parse_header(const std::filesystem::path& file, const std::vector<u
     const std::string key = line.substr(0, space);
     const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
     if (key == "architecture") {
-      if (value != "mlp") fail(file, fmt::format("unknown architecture '{}' (known: mlp)", value));
       a.name = value;
       seen_arch = true;
     } else if (key == "inputs") {
@@ -83,22 +82,15 @@ Architecture parse_header(const std::filesystem::path& file, const std::vector<u
     }
   }
   if (!seen_arch || !seen_in || !seen_out) fail(file, "the header needs architecture, inputs and outputs");
+  try {
+    (void)a.make_block();  // a known name with sizes that fit it
+  } catch (const InvalidArgument& e) {
+    fail(file, e.what());
+  }
   return a;
 }
 
 }  // namespace
-
-Architecture Architecture::mlp(std::int64_t inputs, std::int64_t outputs, std::vector<std::int64_t> hidden) {
-  Architecture a;
-  a.inputs = inputs;
-  a.outputs = outputs;
-  a.hidden = std::move(hidden);
-  return a;
-}
-
-std::unique_ptr<nn::Block> Architecture::make_block() const {
-  return std::make_unique<nn::Mlp>(inputs, outputs, hidden);
-}
 
 void save_model_file(Model& model, const Architecture& a, const std::filesystem::path& file) {
   std::string header = fmt::format("{}\narchitecture {}\ninputs {}\noutputs {}\nhidden", kMagicLine, a.name,

@@ -1,4 +1,5 @@
-// Parameter: a named array that requires a gradient, created by its block's
+// Parameter: a named array that requires a gradient (unless it is a running
+// statistic), created by its block's
 // initialize() in the manager the caller chose (the model's).
 // Thread-safety: initialize/set_array are not synchronised; array() and
 // gradient() may be called from any thread once initialized.
@@ -28,12 +29,12 @@ void Parameter::initialize(const ManagerRef& manager, const Shape& shape, DataTy
   a.set_name(name_);
   if (initializer_) initializer_->initialize(a);
   else fallback.initialize(a);
-  a.set_requires_gradient(true);
+  if (trainable()) a.set_requires_gradient(true);
   array_ = std::move(a);
 }
 
 void Parameter::set_array(NDArray array) {
-  if (!array.requires_gradient()) array.set_requires_gradient(true);
+  if (trainable() && !array.requires_gradient()) array.set_requires_gradient(true);
   array_ = std::move(array);
 }
 

@@ -12,10 +12,10 @@ SequentialBlock& SequentialBlock::add(std::unique_ptr<Block> block) {
   return *this;
 }
 
-NDList SequentialBlock::forward(const NDList& inputs) {
+NDList SequentialBlock::forward(const NDList& inputs, bool training) {
   if (children().empty()) return inputs;
-  NDList x = children().front().second->forward(inputs);
-  for (std::size_t i = 1; i < children().size(); ++i) x = children()[i].second->forward(x);
+  NDList x = children().front().second->forward(inputs, training);
+  for (std::size_t i = 1; i < children().size(); ++i) x = children()[i].second->forward(x, training);
   return x;
 }
 

@@ -101,7 +101,7 @@ void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
           (void)model_.manager().create(job.request.data, Shape{job.request.rows, spec_.inputs});
       }
       NDArray x = context.create(input, Shape{rows, spec_.inputs});
-      const std::vector<float> y = model_.block().forward(NDList{x}).head().to_vector<float>();
+      const std::vector<float> y = model_.block().forward(NDList{x}, /*training=*/false).head().to_vector<float>();
       std::int64_t row = 0;
       for (const Job& job : batch) {
         answers.emplace_back(200, encode_infer_response(name_, job.request, spec_, y.data() + row * spec_.outputs));

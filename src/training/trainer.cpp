@@ -131,14 +131,18 @@ Trainer::Trainer(Model& model, TrainingConfig config)
       throw InvalidArgument("Trainer: cuda_graph and workspaces both own the step's memory; turn one off");
     config_.optimizer->set_capturable(true);
   }
-  parameters_ = model_.parameters();
+  parameters_ = model_.block().trainable_parameters();  // running statistics have no gradient
   for (const nn::NamedParameter& p : parameters_) parameter_arrays_.push_back(p.parameter->array());
   config_.optimizer->prepare(parameters_);
   manager_ = model_.manager().new_sub_manager("trainer");
   make_metrics(config_, manager_, train_metrics_);
   make_metrics(config_, manager_, validate_metrics_);
   config_.workspace.device = device_;  // the step's arrays are on the model's device
-  if (config_.gradient_reducer) config_.gradient_reducer->broadcast_parameters(parameter_arrays_);
+  if (config_.gradient_reducer) {  // every rank starts from rank 0's parameters and running statistics
+    NDList everything;
+    for (const nn::NamedParameter& p : model_.parameters()) everything.push_back(p.parameter->array());
+    config_.gradient_reducer->broadcast_parameters(everything);
+  }
   if (config_.workspace_mode == WorkspaceMode::enabled) {
     static std::atomic<std::uint64_t> next{1};
     workspace_name_ = fmt::format("TRAINER_STEP_{}", next.fetch_add(1, std::memory_order_relaxed));
@@ -181,7 +185,7 @@ void Trainer::run_step(const NDList& data, const NDList& labels, std::int64_t ba
                        NDArray& loss) {
   {
     GradientCollector collector = new_gradient_collector();
-    predictions = forward(data);
+    predictions = model_.block().forward(data, /*training=*/true);
     loss = config_.loss->evaluate(labels, predictions);
     GradientReducer* reducer = config_.gradient_reducer.get();
     if (reducer && reducer->begin_reduction(parameter_arrays_, batch_size))  // all-reduces start during backward
@@ -246,7 +250,7 @@ LossValue Trainer::validate_step(const data::Batch& batch, std::int64_t epoch) {
   NDList moved_data, moved_labels;
   const NDList& data = on_device(batch.data, device_, moved_data);
   const NDList& labels = on_device(batch.labels, device_, moved_labels);
-  NDList predictions = forward(data);
+  NDList predictions = model_.block().forward(data, /*training=*/false);
   const LossValue value(config_.loss->evaluate(labels, predictions));
   for (auto& m : validate_metrics_) m->accumulate(labels, predictions, value);
   const BatchResult result{epoch, batch.index, batch.size, value, false};

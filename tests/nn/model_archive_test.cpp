@@ -51,6 +51,29 @@ TEST_CASE("a model file rebuilds the block from the file alone, with identical o
   std::filesystem::remove(file);
 }
 
+TEST_CASE("a cnn model file: the image block rebuilt, running statistics restored, the same predictions") {
+  const auto file = temp_model("cnn");
+  const Architecture arch = Architecture::cnn(16, 3, {2, 3, 5});  // 4x4 images
+  set_random_seed(12);
+  Model model("m", arch.make_block());
+  model.initialize(Shape{2, 16});
+  NDManager m = NDManager::new_base_manager("inputs");
+  NDArray x = m.random_normal({4, 16});
+  model.block().forward(NDList{x}, true);  // moves the running statistics off their start
+  save_model_file(model, arch, file);
+  const Architecture read = read_architecture(file);
+  CHECK(read.name == "cnn");
+  CHECK(read.hidden == std::vector<std::int64_t>{2, 3, 5});
+  LoadedModel loaded = load_model_file(file, "served");
+  const auto a = model.block().forward(NDList{x}, false).head().to_vector<float>();
+  const auto b = loaded.model.block().forward(NDList{x}, false).head().to_vector<float>();
+  CHECK(a == b);
+  CHECK(loaded.model.block().output_shape(Shape{4, 16}) == Shape{4, 3});
+  CHECK_THROWS_WITH_AS(Architecture::cnn(16, 3, {2, 3}).make_block(), doctest::Contains("hidden must be three sizes"),
+                       InvalidArgument);
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("bad model files are DataErrors naming the problem") {
   const auto file = temp_model("bad");
   const Architecture arch = Architecture::mlp(6, 3, {5});
@@ -64,8 +87,11 @@ TEST_CASE("bad model files are DataErrors naming the problem") {
   };
   rejects("NDGCPARM", "not a model file");
   std::string other = good;
-  other.replace(other.find("mlp"), 3, "cnn");
-  rejects(other, "unknown architecture 'cnn'");
+  other.replace(other.find("mlp"), 3, "rnn");
+  rejects(other, "unknown architecture 'rnn'");
+  std::string not_square = good;
+  not_square.replace(not_square.find("mlp"), 3, "cnn");
+  rejects(not_square, "inputs = 6 is not the pixel count of a square image");
   std::string sizes = good;
   sizes.replace(sizes.find("inputs 6"), 8, "inputs 7");  // the parameters no longer fit
   rejects(sizes, "parameter");

@@ -182,4 +182,31 @@ TEST_CASE("--save FILE: the trained model in a model file that rebuilds it alone
   CHECK(std::find(on.begin(), on.end(), "--save") == on.end());
 }
 
+TEST_CASE("--model cnn: it learns, --leak model grows with auto-close off and not on, --save rebuilds it") {
+  SmallData data;
+  Options o = options(data, Device::cpu(), AutoClose::off, 2);
+  o.model = "cnn";
+  const RunResult off = run(o);
+  REQUIRE_FALSE(off.failure);
+  REQUIRE(off.epochs.size() == 2);
+  CHECK(off.model == "cnn");
+  CHECK(off.epochs.back().test_accuracy > 0.5);  // ten classes: chance is 0.1
+  CHECK(off.epochs[1].live_arrays > off.epochs[0].live_arrays);  // the leak's arrays pile up
+
+  o.autoclose = AutoClose::on;
+  o.save = fs::temp_directory_path() / ("ndgc_train_cnn_" + std::to_string(::getpid()) + ".model");
+  const RunResult on = run(o);
+  REQUIRE_FALSE(on.failure);
+  CHECK(on.epochs[1].live_arrays == on.epochs[0].live_arrays);
+  CHECK(on.epochs.back().test_accuracy == off.epochs.back().test_accuracy);  // the same training, seed for seed
+  const Architecture arch = read_architecture(o.save);
+  CHECK(arch.name == "cnn");
+  CHECK(arch.hidden == std::vector<std::int64_t>{32, 64, 128});
+  {
+    LoadedModel loaded = load_model_file(o.save, "fashion");
+    CHECK(loaded.model.parameters().size() == 16);  // running statistics included
+  }
+  fs::remove(o.save);
+}
+
 }  // namespace ndgc::train_tool

@@ -479,6 +479,37 @@ TEST_CASE("options: --compute-threads N, in children too; 0 is an error naming i
   CHECK(bad.message.find("--compute-threads") != std::string::npos);
 }
 
+TEST_CASE("options: --model mlp|cnn|lstm, in children too; a bad name or a GPU for the layer models is exit 2") {
+  CHECK(parse({}).options->model == "mlp");
+  for (const char* name : {"cnn", "lstm"}) {
+    ParseOutcome p = parse({"--model", name});
+    REQUIRE(p.options);
+    CHECK(p.options->model == name);
+    ParseOutcome c = parse(child_arguments(*p.options, AutoClose::on));
+    REQUIRE(c.options);
+    CHECK(c.options->model == name);
+    const ParseOutcome gpu = parse({"--model", name, "--device", "gpu"});
+    CHECK(gpu.exit_code == 2);
+    CHECK(gpu.message.find(std::string("--model ") + name + ": its layer ops") != std::string::npos);
+  }
+  const ParseOutcome bad = parse({"--model", "resnet"});
+  CHECK_FALSE(bad.options);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.message.find("--model") != std::string::npos);
+}
+
+TEST_CASE("results: the model survives JSON and reaches the report; a document without it is an MLP run") {
+  RunResult r;
+  r.model = "cnn";
+  r.config = "on";
+  r.leak = "none";
+  CHECK(run_from_json(to_json(r)).model == "cnn");
+  CHECK(format_report({r}).find("--model cnn") != std::string::npos);
+  nlohmann::json old = nlohmann::json::parse(to_json(r));
+  old.erase("model");
+  CHECK(run_from_json(old.dump()).model == "mlp");
+}
+
 TEST_CASE("results: the compute thread count survives JSON and reaches the report") {
   RunResult r = fake_run("on", {1.0, 1.0}, {200, 200});
   r.compute_threads = 4;

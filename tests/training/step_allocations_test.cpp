@@ -15,6 +15,8 @@
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
 
+#include <ndgc/model_file.hpp>
+
 #include "malloc_counter.hpp"
 #include "test_util.hpp"
 
@@ -24,11 +26,13 @@ namespace {
 constexpr std::int64_t kIn = 784, kOut = 10, kBatch = 32, kRows = 64 * kBatch;
 constexpr int kWarmup = 20, kMeasured = 20;
 
-// Mean heap allocations per step over kMeasured steps, after kWarmup.
-double allocations_per_step(bool autoclose, bool workspace = false) {
+// Mean heap allocations per step over kMeasured steps, after kWarmup, of a
+// model of `architecture` (default: the MLP) on rows of kIn features.
+double allocations_per_step(bool autoclose, bool workspace = false,
+                            const Architecture& architecture = Architecture::mlp(kIn, kOut, {128, 64})) {
   test::AutoClose ac(autoclose);
   set_random_seed(3);
-  Model model("alloc mlp", std::make_unique<nn::Mlp>(kIn, kOut, std::vector<std::int64_t>{128, 64}));
+  Model model("alloc " + architecture.name, architecture.make_block());
   model.initialize(Shape{kBatch, kIn});
   NDArray x = model.manager().random_uniform({kRows, kIn});
   NDArray y = model.manager().random_uniform({kRows}, 0, 10).to_type(DataType::int64);
@@ -75,6 +79,18 @@ TEST_CASE("with workspaces on, a steady-state training step makes at most 1 heap
             << per_step << " heap allocations per step");
     CHECK(per_step <= 1);
   }
+}
+
+// The layers of issue 27 at Fashion-MNIST's image size, narrowed so the test
+// stays quick: im2col columns, batch statistics, dropout and pooling.
+TEST_CASE("a steady CNN training step: how many heap allocations, workspace off and on" *
+          doctest::skip(!test::kCountsMalloc)) {
+  const Architecture cnn = Architecture::cnn(kIn, kOut, {4, 8, 16});
+  const double plain = allocations_per_step(true, false, cnn);
+  const double in_workspace = allocations_per_step(true, true, cnn);
+  MESSAGE("CNN step, auto-close on: " << plain << " heap allocations; in a workspace: " << in_workspace);
+  CHECK(plain <= 1);
+  CHECK(in_workspace == 0);  // im2col columns, statistics, masks: all from the arena
 }
 
 TEST_CASE("the allocation counter sees allocations (so the bound above can fail)" *

@@ -54,12 +54,18 @@ ParseOutcome parse_options(int argc, const char* const* argv, bool trace_availab
 ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_available) {
   Options o;
   CLI::App app{
-      "ndgc-train: trains the Fashion-MNIST MLP (784-128-64-10, ReLU, softmax cross entropy, Adam 1e-3)\n"
-      "and reports epoch durations and memory; --compare runs auto-close off, on and trace side by side.",
+      "ndgc-train: trains a Fashion-MNIST classifier (--model: the MLP 784-128-64-10, a CNN or an LSTM; softmax\n"
+      "cross entropy, Adam 1e-3) and reports epoch durations and memory; --compare runs auto-close off, on and\n"
+      "trace side by side.",
       "ndgc-train"};
   // A later value wins (tools/demo passes its own arguments after its defaults).
   app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
+  app.add_option("--model", o.model,
+                 "mlp: 784-128-64-10 with ReLU; cnn: two conv 3x3 + BatchNorm + ReLU + max-pool stages (32, 64 "
+                 "channels), dropout 0.25, linear 128, linear 10; lstm: the 28 rows as 28 steps, LSTM(128), the last "
+                 "step into linear 10")
+      ->check(CLI::IsMember({"mlp", "cnn", "lstm"}));
   app.add_option("--epochs", o.epochs, "Epochs to train")->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
   app.add_option("--batch-size", o.batch_size, "Images per batch")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{60000}));
@@ -156,6 +162,14 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
     }
     o.gpu_limit = memory::parse_size(gpu_limit_text, "--gpu-limit");
   }
+  if (o.model != "mlp" && !o.device.is_cpu()) {
+    ParseOutcome bad;
+    bad.exit_code = 2;
+    bad.message = "--model " + o.model +
+                  ": its layer ops (conv2d, batch_norm, max_pool2d, dropout, the LSTM cell) have no CUDA kernels "
+                  "yet, so it trains on --device cpu only\n";
+    return bad;
+  }
   if (o.cuda_graph && (o.device.is_cpu() || o.workspace)) {
     ParseOutcome bad;
     bad.exit_code = 2;
@@ -169,7 +183,8 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
 }
 
 std::vector<std::string> child_arguments(const Options& o, AutoClose mode, bool workspace) {
-  std::vector<std::string> a{"--epochs",        std::to_string(o.epochs),
+  std::vector<std::string> a{"--model",         o.model,
+                             "--epochs",        std::to_string(o.epochs),
                              "--batch-size",    std::to_string(o.batch_size),
                              "--limit-batches", std::to_string(o.limit_batches),
                              "--seed",          std::to_string(o.seed),

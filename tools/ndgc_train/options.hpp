@@ -43,6 +43,7 @@ std::optional<Device> parse_device(std::string_view text);
 std::string device_argument(Device device);
 
 struct Options {
+  std::string model = "mlp";  // --model: mlp, cnn or lstm (ndgc/model_file.hpp's architectures)
   std::int64_t epochs = 3;
   std::int64_t batch_size = 32;
   std::int64_t limit_batches = 0;  // per epoch, training and test; 0: all

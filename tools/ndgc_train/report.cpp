@@ -33,8 +33,8 @@ std::string format_leak_report(const RunResult& run, std::size_t max_groups) {
 std::string format_report(const std::vector<RunResult>& runs) {
   if (runs.empty()) return "no run finished\n";
   const RunResult& first = runs.front();
-  std::string out = fmt::format("\nndgc-train: --leak {}, {} batches of {} per epoch, seed {}, {} compute thread{}{}\n\n",
-                                first.leak, first.batches_per_epoch, first.batch_size, first.seed,
+  std::string out = fmt::format("\nndgc-train: --model {}, --leak {}, {} batches of {} per epoch, seed {}, {} compute thread{}{}\n\n",
+                                first.model, first.leak, first.batches_per_epoch, first.batch_size, first.seed,
                                 first.compute_threads, first.compute_threads == 1 ? "" : "s",
                                 first.on_gpu() ? ", on " + first.device : std::string());
   out += format_table(runs) + "\n" + format_summary(runs);

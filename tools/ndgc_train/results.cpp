@@ -44,7 +44,8 @@ json run_json(const RunResult& r) {
   if (r.failure)
     failure = {{"error", r.failure->error}, {"epoch", r.failure->epoch}, {"phase", r.failure->phase},
                {"step", r.failure->step},   {"steps", r.failure->steps}, {"message", r.failure->message}};
-  return {{"config", r.config},
+  return {{"model", r.model},
+          {"config", r.config},
           {"leak", r.leak},
           {"batches_per_epoch", r.batches_per_epoch},
           {"batch_size", r.batch_size},
@@ -98,6 +99,7 @@ RunResult run_from_json(const std::string& text) {
   try {
     const json j = json::parse(text);
     RunResult r;
+    r.model = j.value("model", std::string("mlp"));
     r.config = j.at("config").get<std::string>();
     r.leak = j.at("leak").get<std::string>();
     r.batches_per_epoch = j.at("batches_per_epoch").get<std::int64_t>();

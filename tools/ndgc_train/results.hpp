@@ -79,6 +79,7 @@ struct WorkspaceFigures {
 };
 
 struct RunResult {
+  std::string model = "mlp";  // --model: mlp, cnn, lstm
   std::string config;  // off, on, trace
   std::string leak;    // none, model
   std::int64_t batches_per_epoch = 0;

@@ -78,6 +78,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   }
 
   RunResult result;
+  result.model = o.model;
   result.config = config_name({o.autoclose, o.workspace});
   result.leak = std::string(to_string(o.leak));
   result.batches_per_epoch = train.batch_count();
@@ -88,8 +89,10 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   {
     // The data stays on the host; fit() makes each batch on the model's
     // device (gathered on the host, one copy per array: ndgc/data.hpp).
-    const Architecture architecture = Architecture::mlp(784, 10, {128, 64});
-    Model model("mlp", architecture.make_block(), o.device);
+    const Architecture architecture = o.model == "cnn"    ? Architecture::cnn(784, 10)
+                                      : o.model == "lstm" ? Architecture::lstm(784, 10)
+                                                          : Architecture::mlp(784, 10, {128, 64});
+    Model model(o.model, architecture.make_block(), o.device);
     model.initialize(Shape{o.batch_size, 784});
     training::TrainingConfig config;
     config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();

@@ -79,7 +79,7 @@ void CpuEngine::pool2d_backward(bool max, const TensorView& x, const TensorView&
                                 const TensorView& dx) {
   const std::int64_t c = x.shape[1], h = x.shape[2], wd = x.shape[3], oh = g.shape[2], ow = g.shape[3];
   const std::int64_t planes = x.shape[0] * c, taps = w.kernel[0] * w.kernel[1];
-  std::unique_ptr<Scratch> keep;
+  std::optional<Scratch> keep;
   const TensorView& gc = contiguous_or_copy(g, keep);
   floating(x.dtype, "pool2d_backward", [&](auto tag) {
     using T = decltype(tag);

@@ -109,9 +109,9 @@ Scratch::~Scratch() {
   memory::host_allocator().deallocate(view_.data, std::size_t(view_.size()) * size_of(view_.dtype));
 }
 
-const TensorView& contiguous_or_copy(const TensorView& in, std::unique_ptr<Scratch>& scratch) {
+const TensorView& contiguous_or_copy(const TensorView& in, std::optional<Scratch>& scratch) {
   if (in.is_contiguous()) return in;
-  scratch = std::make_unique<Scratch>(in);
+  scratch.emplace(in);
   cpu_engine().copy(in, scratch->view());
   return scratch->view();
 }

@@ -10,6 +10,7 @@
 #include <initializer_list>
 
 #include <memory>
+#include <optional>
 
 #include "ops/engine.hpp"
 
@@ -100,7 +101,9 @@ class Scratch {
   TensorView view_;
 };
 
-// `in` itself if contiguous, else a contiguous copy held in `scratch`.
-const TensorView& contiguous_or_copy(const TensorView& in, std::unique_ptr<Scratch>& scratch);
+// `in` itself if contiguous, else a contiguous copy held in `scratch` (an
+// optional, not a heap object: a kernel that copies makes no heap allocation
+// beyond the cached buffer).
+const TensorView& contiguous_or_copy(const TensorView& in, std::optional<Scratch>& scratch);
 
 }  // namespace ndgc::ops::cpu

@@ -44,7 +44,7 @@ std::string position(const TensorView& v, std::int64_t flat) {
 // Indices of any integer dtype as int64, contiguous, checked against [0, rows).
 template <class F>
 void with_indices(const TensorView& indices, std::int64_t rows, const char* kernel, F&& f) {
-  std::unique_ptr<Scratch> keep;
+  std::optional<Scratch> keep;
   const TensorView& iv = contiguous_or_copy(indices, keep);
   dispatch(iv.dtype, [&](auto tag) {
     using I = decltype(tag);
@@ -68,7 +68,7 @@ void with_indices(const TensorView& indices, std::int64_t rows, const char* kern
 }  // namespace
 
 void CpuEngine::gelu(const TensorView& x, const TensorView& out) {
-  std::unique_ptr<Scratch> keep;
+  std::optional<Scratch> keep;
   const TensorView& xc = contiguous_or_copy(x, keep);
   floating(x.dtype, "gelu", [&](auto tag) {
     using T = decltype(tag);
@@ -81,7 +81,7 @@ void CpuEngine::gelu(const TensorView& x, const TensorView& out) {
 }
 
 void CpuEngine::gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) {
-  std::unique_ptr<Scratch> kx, kg;
+  std::optional<Scratch> kx, kg;
   const TensorView& xc = contiguous_or_copy(x, kx);
   const TensorView& gc = contiguous_or_copy(g, kg);
   floating(x.dtype, "gelu_backward", [&](auto tag) {
@@ -101,7 +101,7 @@ void CpuEngine::gelu_backward(const TensorView& x, const TensorView& g, const Te
 
 void CpuEngine::dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
                         const TensorView& out) {
-  std::unique_ptr<Scratch> keep;
+  std::optional<Scratch> keep;
   const TensorView& xc = contiguous_or_copy(x, keep);
   floating(x.dtype, "dropout", [&](auto tag) {
     using T = decltype(tag);
@@ -117,7 +117,7 @@ void CpuEngine::dropout(const TensorView& x, double p, std::uint64_t seed, std::
 
 void CpuEngine::embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) {
   const std::int64_t rows = weight.shape[0], dim = weight.shape[1];
-  std::unique_ptr<Scratch> kw;
+  std::optional<Scratch> kw;
   const TensorView& wc = contiguous_or_copy(weight, kw);
   with_indices(indices, rows, "embedding", [&](const auto* idx, std::int64_t n) {
     floating(weight.dtype, "embedding", [&](auto tag) {
@@ -136,7 +136,7 @@ void CpuEngine::embedding(const TensorView& indices, const TensorView& weight, c
 
 void CpuEngine::embedding_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight) {
   const std::int64_t rows = dweight.shape[0], dim = dweight.shape[1];
-  std::unique_ptr<Scratch> kg;
+  std::optional<Scratch> kg;
   const TensorView& gc = contiguous_or_copy(g, kg);
   with_indices(indices, rows, "embedding_backward", [&](const auto* idx, std::int64_t n) {
     floating(dweight.dtype, "embedding_backward", [&](auto tag) {

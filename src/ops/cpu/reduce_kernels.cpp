@@ -188,7 +188,7 @@ void CpuEngine::reduce(Reduce op, const TensorView& in, std::uint32_t axes, cons
         reduce_cols<T>(op, RowMat<T>(static_cast<const T*>(in.data), s.cols, s.rows), o);
         return;
       }
-      std::unique_ptr<Scratch> scratch;
+      std::optional<Scratch> scratch;
       const TensorView permuted = in.permuted(s.perm);  // outlives `rows`, which may refer to it
       const TensorView& rows = contiguous_or_copy(permuted, scratch);
       reduce_rows<T>(op, RowMat<T>(static_cast<const T*>(rows.data), s.rows, s.cols), o);
@@ -198,7 +198,7 @@ void CpuEngine::reduce(Reduce op, const TensorView& in, std::uint32_t axes, cons
 
 void CpuEngine::arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) {
   Split s = split_axes(in, 1u << axis);
-  std::unique_ptr<Scratch> scratch;
+  std::optional<Scratch> scratch;
   const TensorView permuted = in.permuted(s.perm);  // outlives `rows`, which may refer to it
   const TensorView& rows = contiguous_or_copy(permuted, scratch);
   std::int64_t* o = static_cast<std::int64_t*>(out.data);
@@ -220,12 +220,12 @@ void CpuEngine::arg_reduce(bool max, const TensorView& in, int axis, const Tenso
 
 void CpuEngine::softmax(const TensorView& in, int axis, bool log, const TensorView& out) {
   Split s = split_axes(in, 1u << axis);
-  std::unique_ptr<Scratch> in_scratch;
+  std::optional<Scratch> in_scratch;
   const TensorView permuted = in.permuted(s.perm);  // outlives `rows`, which may refer to it
   const TensorView& rows = contiguous_or_copy(permuted, in_scratch);
   TensorView out_rows = out.permuted(s.perm);
-  std::unique_ptr<Scratch> out_scratch;
-  if (!out_rows.is_contiguous()) out_scratch = std::make_unique<Scratch>(out_rows);
+  std::optional<Scratch> out_scratch;
+  if (!out_rows.is_contiguous()) out_scratch.emplace(out_rows);
   const TensorView& target = out_scratch ? out_scratch->view() : out_rows;
   dispatch(in.dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -1,0 +1,102 @@
+// The layer models of issue 27 (ndgc-train --model cnn|lstm): one steady
+// training step at a given thread count, ndgc beside LibTorch (1.13, conv on
+// oneDNN) when it is found, the same architecture, batch 32, Adam 1e-3.
+//   - cnn: conv 32 3x3 pad 1, BatchNorm, ReLU, max-pool 2 | conv 64 ... |
+//     flatten, dropout 0.25, linear 128, ReLU, linear 10, on 28x28 images;
+//   - lstm: 28 steps of 28 features, LSTM(128), the last step into linear 10.
+// ndgc runs with workspaces off (arg 2 = 0) and on (1). Each iteration is one
+// step on the same fixed random batch: only the kernels are measured.
+//
+//   build/perf/bench_layers --benchmark_repetitions=3 (see perf/RESULTS.md)
+#include <benchmark/benchmark.h>
+
+#include <ndgc/model_file.hpp>
+#include <ndgc/ndgc.hpp>
+#include <ndgc/training.hpp>
+
+#if NDGC_HAVE_TORCH
+#include <torch/torch.h>
+#endif
+
+namespace {
+
+using namespace ndgc;
+
+constexpr std::int64_t kBatch = 32, kPixels = 784, kClasses = 10;
+
+void run_ndgc(benchmark::State& state, const Architecture& arch) {
+  const int saved = num_threads();
+  set_num_threads(int(state.range(0)));
+  {
+    set_random_seed(7);
+    Model model("bench", arch.make_block());
+    model.initialize(Shape{kBatch, kPixels});
+    training::TrainingConfig config;
+    config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
+    config.optimizer = std::make_shared<nn::Adam>(1e-3);
+    if (state.range(1)) config.workspace_mode = training::WorkspaceMode::enabled;
+    training::Trainer trainer(model, config);
+    NDArray x = model.manager().random_uniform({kBatch, kPixels});
+    NDArray y = model.manager().random_uniform({kBatch}, 0, double(kClasses)).to_type(DataType::int64);
+    trainer.notify_epoch_begin(0);
+    auto step = [&] {
+      data::Batch b;
+      b.manager = trainer.manager().new_sub_manager("batch");
+      b.data.push_back(x);
+      b.labels.push_back(y);
+      b.size = kBatch;
+      return trainer.train_batch(b, 0);
+    };
+    for (int i = 0; i < 3; ++i) step();
+    memory::reset_peak(Device::cpu());
+    double loss = 0;
+    for (auto _ : state) loss = step();
+    state.counters["loss"] = loss;
+    state.counters["peak_MiB"] = double(memory::stats(Device::cpu()).peak_bytes) / (1 << 20);
+  }
+  state.counters["threads"] = num_threads();
+  set_num_threads(saved);
+}
+
+void BM_cnn_ndgc(benchmark::State& state) { run_ndgc(state, Architecture::cnn(kPixels, kClasses)); }
+BENCHMARK(BM_cnn_ndgc)->Args({1, 0})->Args({2, 0})->Args({2, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+#if NDGC_HAVE_TORCH
+template <class Net>
+void run_torch(benchmark::State& state, Net& net, const std::function<torch::Tensor(const torch::Tensor&)>& forward) {
+  const int saved = torch::get_num_threads();
+  torch::set_num_threads(int(state.range(0)));
+  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
+  net->train();
+  torch::Tensor x = torch::rand({kBatch, kPixels});
+  torch::Tensor y = torch::randint(0, kClasses, {kBatch}, torch::kInt64);
+  auto step = [&] {
+    torch::Tensor loss = torch::nn::functional::cross_entropy(forward(x), y);
+    adam.zero_grad();
+    loss.backward();
+    adam.step();
+    return loss.item<float>();
+  };
+  for (int i = 0; i < 3; ++i) step();
+  double loss = 0;
+  for (auto _ : state) loss = step();
+  state.counters["loss"] = loss;
+  state.counters["threads"] = torch::get_num_threads();
+  torch::set_num_threads(saved);
+}
+
+void BM_cnn_torch(benchmark::State& state) {
+  torch::manual_seed(7);
+  namespace tnn = torch::nn;
+  tnn::Sequential net(tnn::Conv2d(tnn::Conv2dOptions(1, 32, 3).padding(1)), tnn::BatchNorm2d(32), tnn::ReLU(),
+                      tnn::MaxPool2d(2), tnn::Conv2d(tnn::Conv2dOptions(32, 64, 3).padding(1)), tnn::BatchNorm2d(64),
+                      tnn::ReLU(), tnn::MaxPool2d(2), tnn::Flatten(), tnn::Dropout(0.25), tnn::Linear(64 * 7 * 7, 128),
+                      tnn::ReLU(), tnn::Linear(128, kClasses));
+  run_torch(state, net, [&](const torch::Tensor& x) { return net->forward(x.view({kBatch, 1, 28, 28})); });
+}
+BENCHMARK(BM_cnn_torch)->Args({1, 0})->Args({2, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
+}  // namespace
+
+BENCHMARK_MAIN();
