@@ -99,8 +99,8 @@ TEST_CASE("LSTM block: errors name the block") {
   CHECK_FALSE(block.is_initialized());
   block.initialize(m, Shape{2, 3, 6});
   NDArray x = m.ones({2, 3, 6});
-  CHECK_THROWS_WITH_AS(block.forward(NDList{x, m.zeros({1, 2, 4})}), doctest::Contains("LSTM: takes {x} or {x, h0, c0}"),
-                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(block.forward(NDList{x, m.zeros({1, 2, 4})}),
+                       doctest::Contains("LSTM: takes {x} or {x, h0, c0}"), InvalidArgument);
   CHECK_THROWS_WITH_AS(block.forward(NDList{m.ones({2, 3, 5})}), doctest::Contains("has F = 5 features"),
                        ShapeMismatch);
   CHECK_THROWS_WITH_AS(block.forward(NDList{x, m.zeros({1, 2, 4}), m.zeros({2, 2, 4})}), doctest::Contains("c0"),

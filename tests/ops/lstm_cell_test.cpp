@@ -75,7 +75,8 @@ TEST_CASE("lstm_cell: against the definition, float32 and float64, views as inpu
   // stored transposed (strided columns), c every other column
   std::vector<double> seq(std::size_t(b * 2 * 4 * h), 9.0), cpad(std::size_t(b * 2 * h), 9.0);
   for (std::int64_t r = 0; r < b; ++r) {
-    for (std::int64_t k = 0; k < 4 * h; ++k) seq[std::size_t((r * 2 + 1) * 4 * h + k)] = igv[std::size_t(r * 4 * h + k)];
+    for (std::int64_t k = 0; k < 4 * h; ++k)
+      seq[std::size_t((r * 2 + 1) * 4 * h + k)] = igv[std::size_t(r * 4 * h + k)];
     for (std::int64_t j = 0; j < h; ++j) cpad[std::size_t(r * 2 * h + 2 * j)] = cv[std::size_t(r * h + j)];
   }
   NDArray ig = m.create(seq, {b, 2, 4 * h}).get(":, 1, :");
@@ -131,8 +132,8 @@ TEST_CASE("lstm_cell: errors name what is wrong") {
                        ShapeMismatch);
   CHECK_THROWS_WITH_AS(lstm_cell(m.ones({24}), hg, c), doctest::Contains("input_gates"), ShapeMismatch);
   CHECK_THROWS_WITH_AS(lstm_cell(m.ones({2, 8}), hg, c), doctest::Contains("lstm_cell: input_gates"), ShapeMismatch);
-  CHECK_THROWS_WITH_AS(lstm_cell(m.ones({2, 8}), hg, c), doctest::Contains("must be [B, 4H] = [2, 12] for the cell state"),
-                       ShapeMismatch);
+  CHECK_THROWS_WITH_AS(lstm_cell(m.ones({2, 8}), hg, c),
+                       doctest::Contains("must be [B, 4H] = [2, 12] for the cell state"), ShapeMismatch);
   CHECK_THROWS_WITH_AS(lstm_cell(ig, m.ones({3, 12}), c), doctest::Contains("hidden_gates"), ShapeMismatch);
   CHECK_THROWS_WITH_AS(lstm_cell(ig, m.ones({3, 12}), c), doctest::Contains("must be [B, 4H] = [2, 12]"),
                        ShapeMismatch);

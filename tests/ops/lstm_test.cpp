@@ -164,8 +164,8 @@ TEST_CASE("lstm: errors name what is wrong, and a failed call leaves no array be
   CHECK_THROWS_WITH_AS(lstm(m.ones({2, 3, 5}), a.w), doctest::Contains("must be [F, 4H] = [5, 12]"),
                        ShapeMismatch);
   CHECK_THROWS_WITH_AS(lstm(m.ones({2, 0, 4}), a.w), doctest::Contains("no time steps"), InvalidArgument);
-  CHECK_THROWS_WITH_AS(lstm(a.x, NDList{a.w[0], a.w[1]}), doctest::Contains("weights holds 2 arrays, but needs 3 per layer"),
-                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(lstm(a.x, NDList{a.w[0], a.w[1]}),
+                       doctest::Contains("weights holds 2 arrays, but needs 3 per layer"), InvalidArgument);
   CHECK_THROWS_WITH_AS(lstm(a.x, NDList{}), doctest::Contains("weights holds 0 arrays"), InvalidArgument);
   CHECK_THROWS_WITH_AS(lstm(a.x, NDList{a.w[0], m.ones({3, 8}), a.w[2]}),
                        doctest::Contains("layer 0's weight_hh"), ShapeMismatch);
