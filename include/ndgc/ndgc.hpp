@@ -20,6 +20,7 @@
 #include "ndgc/inference.hpp"
 #include "ndgc/layers.hpp"
 #include "ndgc/loss.hpp"
+#include "ndgc/lstm.hpp"
 #include "ndgc/manager.hpp"
 #include "ndgc/memory.hpp"
 #include "ndgc/model.hpp"

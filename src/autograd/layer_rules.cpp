@@ -191,6 +191,25 @@ void batch_norm_rule(LayerRule& r) {
   if (r.needs(2)) r.out[2] = std::move(dbeta);
 }
 
+// Note [One output for two states] in ops/lstm_cell.cpp: g is [2, B, H] =
+// {dh', dc'}; both gate inputs get the pre-activations' gradient.
+void lstm_cell_rule(LayerRule& r) {
+  const bool gates = r.needs(0) || r.needs(1);
+  if (!gates && !r.needs(2)) return;
+  Pinned pi = r.input(0), ph = r.input(1), pc = r.input(2);
+  const DataType dt = pc->dtype;
+  Scratch di, dh, dc;
+  if (r.needs(0)) di = Scratch(pi->shape, dt, r.d);
+  if (r.needs(1)) dh = Scratch(ph->shape, dt, r.d);
+  if (r.needs(2)) dc = Scratch(pc->shape, dt, r.d);
+  if (pc->shape.size() > 0)
+    r.engine().lstm_cell_backward(view(pi), view(ph), view(pc), r.g.view(), r.needs(0) ? di.view() : TensorView{},
+                                  r.needs(1) ? dh.view() : TensorView{}, r.needs(2) ? dc.view() : TensorView{});
+  if (r.needs(0)) r.out[0] = std::move(di);
+  if (r.needs(1)) r.out[1] = std::move(dh);
+  if (r.needs(2)) r.out[2] = std::move(dc);
+}
+
 }  // namespace
 
 void layer_gradients(const Node& node, Scratch& g, std::vector<Scratch>& out) {
@@ -204,6 +223,7 @@ void layer_gradients(const Node& node, Scratch& g, std::vector<Scratch>& out) {
     case OpKind::embedding: embedding_rule(r); break;
     case OpKind::layer_norm: layer_norm_rule(r); break;
     case OpKind::batch_norm: batch_norm_rule(r); break;
+    case OpKind::lstm_cell: lstm_cell_rule(r); break;
     default: break;
   }
 }

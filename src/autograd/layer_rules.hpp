@@ -1,6 +1,6 @@
 // Gradient rules of the layer ops (issue 27): conv2d, the pools, GELU,
-// dropout, embedding, layer_norm and batch_norm. See rules.hpp for the
-// contract; rules.cpp dispatches here.
+// dropout, embedding, layer_norm, batch_norm and lstm_cell. See rules.hpp
+// for the contract; rules.cpp dispatches here.
 #pragma once
 
 #include <vector>

@@ -528,7 +528,8 @@ void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
     case OpKind::dropout:
     case OpKind::embedding:
     case OpKind::layer_norm:
-    case OpKind::batch_norm: layer_gradients(node, r.g, out); break;
+    case OpKind::batch_norm:
+    case OpKind::lstm_cell: layer_gradients(node, r.g, out); break;
   }
 }
 

@@ -193,7 +193,7 @@ class Engine {
   }
 
   // Layer kernels (issue 27: ops/conv.cpp, pooling.cpp, normalization.cpp, dropout.cpp,
-  // embedding.cpp). Float32, float64; out, gradients, norms' x and g: fresh contiguous.
+  // embedding.cpp, lstm_cell.cpp). Float32, float64; out, gradients, norms' x and g: fresh contiguous.
   // An engine that has them says so in has_layer_kernels(), which the ops layer asks
   // before it allocates anything, so an engine without them fails with the op and the
   // device named and nothing left behind; the defaults below throw InvalidArgument
@@ -263,6 +263,22 @@ class Engine {
                                    bool /*training*/, const TensorView& /*dx*/, const TensorView& /*dgamma*/,
                                    const TensorView& /*dbeta*/) {
     unavailable("batch_norm_backward");
+  }
+  // The fused LSTM cell (ops/lstm_math.hpp): input_gates, hidden_gates [B, 4H]
+  // and c [B, H], each with its last axis contiguous (rows may be strided),
+  // → out [2, B, H] = {h', c'}. The backward takes g [2, B, H] = {dh', dc'}
+  // and writes the pre-activations' gradient [B, 4H] into d_input_gates and
+  // d_hidden_gates (the same values: the gates are their sum) and dc [B, H];
+  // a gradient view with null data is not wanted.
+  virtual void lstm_cell(const TensorView& /*input_gates*/, const TensorView& /*hidden_gates*/,
+                         const TensorView& /*c*/, const TensorView& /*out*/) {
+    unavailable("lstm_cell");
+  }
+  virtual void lstm_cell_backward(const TensorView& /*input_gates*/, const TensorView& /*hidden_gates*/,
+                                  const TensorView& /*c*/, const TensorView& /*g*/,
+                                  const TensorView& /*d_input_gates*/, const TensorView& /*d_hidden_gates*/,
+                                  const TensorView& /*dc*/) {
+    unavailable("lstm_cell_backward");
   }
 
  protected:

@@ -47,6 +47,7 @@ enum class OpKind : std::uint8_t {
   embedding,      // inputs: indices, weight
   layer_norm,     // inputs: x, gamma, beta; scalar: eps
   batch_norm,     // inputs: x, gamma, beta[, running_mean, running_var when not training]; scalar: eps; training
+  lstm_cell,      // inputs: input_gates [B, 4H], hidden_gates [B, 4H], c [B, H]; output [2, B, H] = {h', c'}
 };
 
 struct OpRecord {

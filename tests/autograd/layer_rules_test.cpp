@@ -3,7 +3,8 @@
 // stride, padding, dilation, groups, uneven shapes and views for conv2d;
 // both pools; GELU; dropout (its mask redrawn from the seed); embedding with
 // repeated indices; layer_norm over one and two axes; batch_norm training
-// and evaluation.
+// and evaluation; the LSTM cell, and lstm() end to end (x, h0, c0, weights,
+// bias; one and two layers).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -114,6 +115,36 @@ TEST_CASE("gradcheck: batch_norm, training and evaluation") {
   check({{3, 2, 4}, {2}, {2}}, [&](const Inputs& x) {  // a view as x
     NDArray t = x[0].transpose({2, 1, 0});
     return batch_norm(t, x[1], x[2], stats(t, 0), stats(t, 1), true);
+  });
+}
+
+TEST_CASE("gradcheck: lstm_cell") {
+  check({{2, 12}, {2, 12}, {2, 3}}, [](const Inputs& x) { return lstm_cell(x[0], x[1], x[2]); });
+  // one leaf feeds both gate inputs (their gradients add); a constant needs none
+  check({{3, 8}, {3, 2}}, [](const Inputs& x) { return lstm_cell(x[0], x[0].mul(0.5), x[1]); });
+  check({{1, 8}, {1, 2}}, [](const Inputs& x) {
+    return lstm_cell(x[0], x[0].manager().zeros({1, 8}, DataType::float64), x[1]);
+  });
+  // views: the gates a step of a [B, T, 4H] array, c transposed
+  check({{2, 3, 8}, {2, 8}, {2, 2}}, [](const Inputs& x) {
+    return lstm_cell(x[0].get(":, 1, :"), x[1], x[2].transpose());
+  });
+}
+
+namespace {
+NDArray all_outputs(const NDList& out) {
+  return concat(NDList{out[0].reshape({-1}), out[1].reshape({-1}), out[2].reshape({-1})});
+}
+}  // namespace
+
+TEST_CASE("gradcheck: lstm, x, h0, c0, weights and bias") {
+  // x [2, 3, 4], H = 3, one layer with h0 and c0
+  check({{2, 3, 4}, {4, 12}, {3, 12}, {12}, {1, 2, 3}, {1, 2, 3}}, [](const Inputs& x) {
+    return all_outputs(lstm(x[0], NDList{x[1], x[2], x[3]}, x[4], x[5]));
+  });
+  // two layers of H = 2 from a zero state, x [1, 3, 3]
+  check({{1, 3, 3}, {3, 8}, {2, 8}, {8}, {2, 8}, {2, 8}, {8}}, [](const Inputs& x) {
+    return all_outputs(lstm(x[0], NDList{x[1], x[2], x[3], x[4], x[5], x[6]}));
   });
 }
 

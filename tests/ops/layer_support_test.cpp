@@ -38,3 +38,20 @@ TEST_CASE("layer ops on an engine without layer kernels: InvalidArgument naming 
   CHECK_THROWS_WITH_AS(gpu.engine().batch_norm_stats(none, none, none), doctest::Contains("batch_norm_stats"),
                        InvalidArgument);
 }
+
+TEST_CASE("lstm_cell and lstm on an engine without layer kernels: InvalidArgument naming the op and the device") {
+  test::SimGpu gpu;
+  NDManager m = NDManager::new_base_manager("lstm-on-gpu", Device::gpu(0));
+  NDArray gates = m.ones({2, 8}), c = m.zeros({2, 2}), x = m.ones({2, 3, 4});
+  NDList w{m.ones({4, 8}), m.ones({2, 8}), m.zeros({8})};
+  const std::size_t before = m.array_count();
+  CHECK_THROWS_WITH_AS(lstm_cell(gates, gates, c), doctest::Contains("lstm_cell: not available on gpu(0) yet"),
+                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(lstm(x, w), doctest::Contains("lstm: not available on gpu(0) yet"), InvalidArgument);
+  CHECK(m.array_count() == before);
+  ops::TensorView none;
+  CHECK_THROWS_WITH_AS(gpu.engine().lstm_cell(none, none, none, none), doctest::Contains("lstm_cell: not available"),
+                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(gpu.engine().lstm_cell_backward(none, none, none, none, none, none, none),
+                       doctest::Contains("lstm_cell_backward: not available"), InvalidArgument);
+}

@@ -1,5 +1,5 @@
-// Fault injection (issue 5): every native allocation of a training step and
-// of a predict() call is made to fail, one at a time.
+// Fault injection (issue 5): every native allocation of a training step (an
+// MLP's and an LSTM's) and of a predict() call is made to fail, one at a time.
 //
 // For N = 1, 2, ... the N-th allocation of the call fails (the test-only hook
 // memory::fail_allocation_after in src/memory/allocator.hpp). The call must
@@ -122,19 +122,22 @@ SweepResult sweep(const std::function<std::unique_ptr<State>()>& setup,
 // ---- a training step ------------------------------------------------------------
 
 struct TrainState {
-  explicit TrainState(std::vector<std::int64_t> hidden)
-      : model("fault-mlp", std::make_unique<nn::Mlp>(12, 4, std::move(hidden))) {}
+  explicit TrainState(std::unique_ptr<nn::Block> block) : model("fault-train", std::move(block)) {}
   Model model;
   std::unique_ptr<data::ArrayDataset> data;
   std::unique_ptr<training::Trainer> trainer;
 };
 
-std::unique_ptr<TrainState> train_setup(bool warm, std::vector<std::int64_t> hidden = {16, 8}) {
-  auto s = std::make_unique<TrainState>(std::move(hidden));
-  s->model.initialize(Shape{8, 12});
+// 16 examples of `example` shape whose first 4 values decide the class.
+std::unique_ptr<TrainState> train_setup(bool warm, std::unique_ptr<nn::Block> block, Shape example) {
+  auto s = std::make_unique<TrainState>(std::move(block));
+  Shape batch = example;
+  batch.insert(0, 8);
+  s->model.initialize(batch);
   set_random_seed(7);
-  NDArray x = s->model.manager().random_normal({16, 12});
-  NDArray y = x.get(":, 0:4").argmax(1);
+  example.insert(0, 16);
+  NDArray x = s->model.manager().random_normal(example);
+  NDArray y = x.reshape({16, -1}).get(":, 0:4").argmax(1);
   s->data = std::make_unique<data::ArrayDataset>(x, y);
   s->data->set_batch_size(8);
   training::TrainingConfig c;
@@ -148,6 +151,21 @@ std::unique_ptr<TrainState> train_setup(bool warm, std::vector<std::int64_t> hid
     s->trainer->train_batch(b);
   }
   return s;
+}
+
+std::unique_ptr<TrainState> train_setup(bool warm, std::vector<std::int64_t> hidden = {16, 8}) {
+  return train_setup(warm, std::make_unique<nn::Mlp>(12, 4, std::move(hidden)), Shape{12});
+}
+
+// LSTM(8) over 3 steps of 4 features, the last step's h into Linear(4).
+std::unique_ptr<TrainState> lstm_setup(bool warm) {
+  auto net = std::make_unique<nn::SequentialBlock>();
+  net->add(std::make_unique<nn::LSTM>(8));
+  net->add(std::make_unique<nn::LambdaBlock>(
+      "last step", [](const NDList& in) { return NDList{in[0].get(":, -1, :")}; },
+      [](const Shape& s) { return Shape{s[0], s[2]}; }));
+  net->add(std::make_unique<nn::Linear>(4));
+  return train_setup(warm, std::move(net), Shape{3, 4});
 }
 
 // One step as fit() runs it: the batch (gathered in a sub-manager of the
@@ -206,6 +224,15 @@ TEST_CASE("fault injection: every allocation of a training step fails once, clea
                          (autoclose ? "on" : "off");
       report(what, r);
     }
+  }
+}
+
+TEST_CASE("fault injection: every allocation of an LSTM training step fails once, cleanly") {
+  for (bool autoclose : {false, true}) {
+    test::AutoClose mode(autoclose);
+    SweepResult r = sweep<TrainState>([] { return lstm_setup(true); },
+                                      [](TrainState& s) { return s.model.manager(); }, train_step);
+    report(std::string("a steady-state LSTM training step, auto-close ") + (autoclose ? "on" : "off"), r);
   }
 }
 

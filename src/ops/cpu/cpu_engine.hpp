@@ -49,7 +49,8 @@ class CpuEngine final : public Engine {
   bool sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
                   const SgdHyper& hyper) override;
 
-  // Layer kernels: ops/cpu/conv_kernels.cpp, pool_kernels.cpp, norm_kernels.cpp, layer_kernels.cpp.
+  // Layer kernels: ops/cpu/conv_kernels.cpp, pool_kernels.cpp, norm_kernels.cpp, layer_kernels.cpp,
+  // lstm_kernels.cpp.
   bool has_layer_kernels() const noexcept override { return true; }
   void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override;
   void col2im(const TensorView& col, const Window2d& w, const TensorView& dx) override;
@@ -72,6 +73,11 @@ class CpuEngine final : public Engine {
   void batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
                            const TensorView& gamma, const TensorView& g, double eps, bool training,
                            const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) override;
+  void lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
+                 const TensorView& out) override;
+  void lstm_cell_backward(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
+                          const TensorView& g, const TensorView& d_input_gates, const TensorView& d_hidden_gates,
+                          const TensorView& dc) override;
 
   // Whether each optional kernel above serves these views: the kernel
   // returns exactly this, decided before it writes anything, so a caller may
