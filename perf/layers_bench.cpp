@@ -60,6 +60,8 @@ void run_ndgc(benchmark::State& state, const Architecture& arch) {
 
 void BM_cnn_ndgc(benchmark::State& state) { run_ndgc(state, Architecture::cnn(kPixels, kClasses)); }
 BENCHMARK(BM_cnn_ndgc)->Args({1, 0})->Args({2, 0})->Args({2, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_lstm_ndgc(benchmark::State& state) { run_ndgc(state, Architecture::lstm(kPixels, kClasses)); }
+BENCHMARK(BM_lstm_ndgc)->Args({1, 0})->Args({2, 0})->Args({2, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 #if NDGC_HAVE_TORCH
 template <class Net>
@@ -95,6 +97,27 @@ void BM_cnn_torch(benchmark::State& state) {
   run_torch(state, net, [&](const torch::Tensor& x) { return net->forward(x.view({kBatch, 1, 28, 28})); });
 }
 BENCHMARK(BM_cnn_torch)->Args({1, 0})->Args({2, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+struct LstmNetImpl : torch::nn::Module {
+  torch::nn::LSTM lstm{nullptr};
+  torch::nn::Linear head{nullptr};
+  LstmNetImpl() {
+    lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(28, 128).batch_first(true)));
+    head = register_module("head", torch::nn::Linear(128, kClasses));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = std::get<0>(lstm->forward(x.view({kBatch, 28, 28})));
+    return head->forward(y.select(1, 27));
+  }
+};
+TORCH_MODULE(LstmNet);
+
+void BM_lstm_torch(benchmark::State& state) {
+  torch::manual_seed(7);
+  LstmNet net;
+  run_torch(state, net, [&](const torch::Tensor& x) { return net->forward(x); });
+}
+BENCHMARK(BM_lstm_torch)->Args({1, 0})->Args({2, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 }  // namespace

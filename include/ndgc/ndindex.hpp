@@ -7,13 +7,20 @@
 //
 // Basic indexing only: results are views that share the array's storage.
 // An integer index removes its axis; a slice keeps it. Negative indices count
-// from the end; slice bounds are clamped as in NumPy.
+// from the end; slice bounds are clamped as in NumPy. An index holds its items
+// in place (at most one per axis of the largest rank, plus an ellipsis), so
+// making, copying and recording one never touches the heap: a step that
+// slices inside a training loop (an LSTM's time steps) allocates nothing for it.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
-#include <vector>
+
+#include "ndgc/shape.hpp"
 
 namespace ndgc {
 
@@ -37,10 +44,14 @@ class NDIndex {
   NDIndex& add_all();
   NDIndex& add_ellipsis();
 
-  const std::vector<Item>& items() const noexcept { return items_; }
+  // More items than this is an InvalidArgument when added.
+  static constexpr std::size_t kMaxItems = std::size_t(kMaxRank) + 1;
+  std::span<const Item> items() const noexcept { return {items_.data(), count_}; }
 
  private:
-  std::vector<Item> items_;
+  NDIndex& push(const Item& item);
+  std::array<Item, kMaxItems> items_{};
+  std::size_t count_ = 0;
 };
 
 }  // namespace ndgc

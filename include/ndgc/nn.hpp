@@ -241,29 +241,6 @@ class Linear : public Block {
   Parameter* bias_ = nullptr;
 };
 
-// A multi-layer LSTM (ndgc::lstm, PyTorch's arithmetic). Inputs {x [B, T, F]}
-// or {x, h0 [L, B, H], c0 [L, B, H]}; outputs {y [B, T, H], h [L, B, H],
-// c [L, B, H]}. Layer l holds "l<l>.weight_ih" [F_l, 4H] (F_0 = F, then H),
-// "l<l>.weight_hh" [H, 4H] and "l<l>.bias" [4H], used as x.matmul(w), the
-// gate blocks in the order i, f, g, o.
-class LSTM : public Block {
- public:
-  explicit LSTM(std::int64_t hidden_size, std::int64_t num_layers = 1);
-  NDList forward(const NDList& inputs) override;
-  Shape output_shape(const Shape& input_shape) const override;  // y's: [B, T, H]
-  std::string describe() const override;
-  std::int64_t hidden_size() const noexcept { return hidden_; }
-  std::int64_t num_layers() const noexcept { return layers_; }
-
- protected:
-  void initialize_self(const ManagerRef& manager, const Shape& input_shape, DataType dtype) override;
-
- private:
-  std::int64_t hidden_, layers_;
-  std::int64_t in_ = 0;
-  std::vector<Parameter*> weights_;  // weight_ih, weight_hh, bias of each layer in turn
-};
-
 // Children applied in order, each to the previous one's output; children are
 // named "0", "1", ....
 class SequentialBlock : public Block {

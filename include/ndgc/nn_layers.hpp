@@ -1,5 +1,6 @@
-// The blocks of the layer ops (ndgc/layers.hpp): convolution, pooling,
-// normalisation, dropout and embedding, as PyTorch's and DJL's modules.
+// The blocks of the layer ops (ndgc/layers.hpp, ndgc/lstm.hpp): convolution,
+// pooling, normalisation, dropout, embedding and the LSTM, as PyTorch's and
+// DJL's modules.
 //
 //   nn::SequentialBlock net;
 //   net.add(std::make_unique<nn::Conv2d>(32, Pair{3, 3}, Pair{1, 1}, Pair{1, 1}))
@@ -22,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ndgc/layers.hpp"
 #include "ndgc/nn.hpp"
@@ -151,6 +153,30 @@ class Embedding : public Block {
  private:
   std::int64_t num_embeddings_, dim_;
   Parameter* weight_;
+};
+
+// A multi-layer LSTM (ndgc::lstm, PyTorch's arithmetic). Inputs {x [B, T, F]}
+// or {x, h0 [L, B, H], c0 [L, B, H]}; outputs {y [B, T, H], h [L, B, H],
+// c [L, B, H]}. Layer l holds "l<l>.weight_ih" [F_l, 4H] (F_0 = F, then H),
+// "l<l>.weight_hh" [H, 4H] and "l<l>.bias" [4H], used as x.matmul(w), the
+// gate blocks in the order i, f, g, o.
+class LSTM : public Block {
+ public:
+  explicit LSTM(std::int64_t hidden_size, std::int64_t num_layers = 1);
+  using Block::forward;
+  NDList forward(const NDList& inputs) override;
+  Shape output_shape(const Shape& input_shape) const override;  // y's: [B, T, H]
+  std::string describe() const override;
+  std::int64_t hidden_size() const noexcept { return hidden_; }
+  std::int64_t num_layers() const noexcept { return layers_; }
+
+ protected:
+  void initialize_self(const ManagerRef& manager, const Shape& input_shape, DataType dtype) override;
+
+ private:
+  std::int64_t hidden_, layers_;
+  std::int64_t in_ = 0;
+  std::vector<Parameter*> weights_;  // weight_ih, weight_hh, bias of each layer in turn
 };
 
 }  // namespace ndgc::nn

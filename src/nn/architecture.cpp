@@ -61,6 +61,24 @@ std::unique_ptr<nn::Block> make_cnn(const Architecture& a) {
   return net;
 }
 
+// The image's rows as steps, LSTM(hidden[0]), the last step's output.
+std::unique_ptr<nn::Block> make_lstm(const Architecture& a) {
+  const std::int64_t side = image_side(a.name, a.inputs);
+  if (a.hidden.size() != 1)
+    throw InvalidArgument(fmt::format("architecture lstm: hidden must be one size (the LSTM's), not {}", a.hidden.size()));
+  auto last_step = [](const Shape& s) {
+    if (s.rank() != 3) throw InvalidArgument(fmt::format("LastStep: the input must be [B, T, H], not {}", s.to_string()));
+    return Shape{s[0], s[2]};
+  };
+  auto net = std::make_unique<nn::SequentialBlock>();
+  net->add(reshape_rows(fmt::format("Steps[{}, {}]", side, side), {side, side}))
+      .add(std::make_unique<nn::LSTM>(a.hidden[0]))
+      .add(std::make_unique<nn::LambdaBlock>(
+          "LastStep", [](const NDList& in) { return NDList{in.head().get(":, -1, :")}; }, last_step))
+      .add(std::make_unique<nn::Linear>(a.outputs));
+  return net;
+}
+
 }  // namespace
 
 Architecture Architecture::mlp(std::int64_t inputs, std::int64_t outputs, std::vector<std::int64_t> hidden) {
@@ -86,7 +104,8 @@ Architecture Architecture::lstm(std::int64_t inputs, std::int64_t outputs, std::
 std::unique_ptr<nn::Block> Architecture::make_block() const {
   if (name == "mlp") return std::make_unique<nn::Mlp>(inputs, outputs, hidden);
   if (name == "cnn") return make_cnn(*this);
-  throw InvalidArgument(fmt::format("unknown architecture '{}' (known: mlp, cnn)", name));
+  if (name == "lstm") return make_lstm(*this);
+  throw InvalidArgument(fmt::format("unknown architecture '{}' (known: mlp, cnn, lstm)", name));
 }
 
 }  // namespace ndgc

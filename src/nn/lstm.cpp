@@ -11,7 +11,7 @@
 
 #include "ndgc/error.hpp"
 #include "ndgc/lstm.hpp"
-#include "ndgc/nn.hpp"
+#include "ndgc/nn_layers.hpp"
 
 namespace ndgc::nn {
 

@@ -60,24 +60,23 @@ NDIndex::NDIndex(std::string_view text) {
   }
 }
 
-NDIndex& NDIndex::add_index(std::int64_t i) {
-  items_.push_back({Item::Kind::index, i, std::nullopt, std::nullopt, 1});
+NDIndex& NDIndex::push(const Item& item) {
+  if (count_ == kMaxItems)
+    throw InvalidArgument(fmt::format("NDIndex: more than {} items (one per axis of the largest rank, {}, and an "
+                                      "ellipsis)",
+                                      kMaxItems, kMaxRank));
+  items_[count_++] = item;
   return *this;
 }
+
+NDIndex& NDIndex::add_index(std::int64_t i) { return push({Item::Kind::index, i, std::nullopt, std::nullopt, 1}); }
 
 NDIndex& NDIndex::add_slice(std::optional<std::int64_t> start, std::optional<std::int64_t> stop, std::int64_t step) {
-  items_.push_back({Item::Kind::slice, 0, start, stop, step});
-  return *this;
+  return push({Item::Kind::slice, 0, start, stop, step});
 }
 
-NDIndex& NDIndex::add_all() {
-  items_.push_back({Item::Kind::all, 0, std::nullopt, std::nullopt, 1});
-  return *this;
-}
+NDIndex& NDIndex::add_all() { return push({Item::Kind::all, 0, std::nullopt, std::nullopt, 1}); }
 
-NDIndex& NDIndex::add_ellipsis() {
-  items_.push_back({Item::Kind::ellipsis, 0, std::nullopt, std::nullopt, 1});
-  return *this;
-}
+NDIndex& NDIndex::add_ellipsis() { return push({Item::Kind::ellipsis, 0, std::nullopt, std::nullopt, 1}); }
 
 }  // namespace ndgc

@@ -74,6 +74,31 @@ TEST_CASE("a cnn model file: the image block rebuilt, running statistics restore
   std::filesystem::remove(file);
 }
 
+TEST_CASE("an lstm model file: rows as steps, the last step's output, the same predictions") {
+  const auto file = temp_model("lstm");
+  const Architecture arch = Architecture::lstm(16, 3, 5);  // 4 steps of 4 features, LSTM(5)
+  set_random_seed(13);
+  Model model("m", arch.make_block());
+  CHECK(model.initialize(Shape{2, 16}) == Shape{2, 3});
+  save_model_file(model, arch, file);
+  const Architecture read = read_architecture(file);
+  CHECK(read.name == "lstm");
+  CHECK(read.hidden == std::vector<std::int64_t>{5});
+  LoadedModel loaded = load_model_file(file, "served");
+  NDManager m = NDManager::new_base_manager("inputs");
+  NDArray x = m.random_normal({4, 16});
+  const auto a = model.block().forward(NDList{x}, false).head().to_vector<float>();
+  const auto b = loaded.model.block().forward(NDList{x}, false).head().to_vector<float>();
+  CHECK(a.size() == 4 * 3);
+  CHECK(a == b);
+  std::vector<std::string> names;
+  for (const auto& p : loaded.model.parameters()) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"1.l0.weight_ih", "1.l0.weight_hh", "1.l0.bias", "3.weight", "3.bias"});
+  CHECK_THROWS_WITH_AS(Architecture::lstm(15, 3).make_block(), doctest::Contains("inputs = 15 is not the pixel count"),
+                       InvalidArgument);
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("bad model files are DataErrors naming the problem") {
   const auto file = temp_model("bad");
   const Architecture arch = Architecture::mlp(6, 3, {5});

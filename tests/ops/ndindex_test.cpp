@@ -85,6 +85,21 @@ TEST_CASE("the NDIndex builder") {
   CHECK(b.items()[1].step == 2);
 }
 
+TEST_CASE("an NDIndex holds one item per axis of the largest rank and an ellipsis; more is an error naming the limit") {
+  NDIndex idx;
+  idx.add_ellipsis();
+  for (int i = 0; i < kMaxRank; ++i) idx.add_index(0);
+  CHECK(idx.items().size() == NDIndex::kMaxItems);
+  const NDIndex copy = idx;  // copies in place
+  CHECK(copy.items().size() == NDIndex::kMaxItems);
+  CHECK(copy.items()[1].kind == Kind::index);
+  CHECK_THROWS_WITH_AS(idx.add_all(), doctest::Contains("more than 9 items"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(NDIndex("0, 0, 0, 0, 0, 0, 0, 0, 0, 0"), doctest::Contains("more than 9 items"), InvalidArgument);
+  NDManager m = NDManager::new_base_manager("deep");
+  NDArray a = m.zeros({1, 1, 1, 1, 1, 1, 1, 2});
+  CHECK(a.get(NDIndex("0, 0, 0, 0, 0, 0, 0, 1")).shape().rank() == 0);
+}
+
 TEST_CASE_TEMPLATE("get with index strings selects the NumPy elements", T, float, double, std::int32_t,
                    std::int64_t) {
   NDManager m = fresh();

@@ -429,6 +429,44 @@ TEST_CASE("--workspace on: answers as without it, memory flat after warm-up") {
   check_memory_flat(burst, 10, 50);
 }
 
+TEST_CASE("the layer models serve in evaluation mode: a CNN and an LSTM answer as forward(x, false); memory flat") {
+  for (const Architecture& arch : {Architecture::cnn(16, 3, {2, 3, 4}), Architecture::lstm(16, 3, 5)}) {
+    CAPTURE(arch.name);
+    set_random_seed(9);
+    Model model(arch.name, arch.make_block());
+    model.initialize(Shape{1, 16});
+    NDManager warm = NDManager::new_base_manager("warm");
+    model.block().forward(NDList{warm.random_normal({8, 16})}, true);  // running statistics off their start
+    std::vector<std::vector<float>> before;
+    for (const auto& p : model.parameters()) before.push_back(p.parameter->array().to_vector<float>());
+    auto expected = [&](const std::vector<float>& row) {
+      NDManager m = model.manager().new_sub_manager("reference");
+      return model.block().forward(NDList{m.create(row, Shape{1, 16})}, false).head().to_vector<float>();
+    };
+    ServerOptions o = test_options();
+    o.workers = 2;
+    o.max_batch_size = 4;
+    Server server(o);
+    server.add_model("m", model, 16, 3);
+    Client c(server.start());
+    auto burst = [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        std::vector<float> row(16);
+        for (int j = 0; j < 16; ++j) row[std::size_t(j)] = float((i * 7 + j * 3) % 11) / 5.0f - 1.0f;
+        const auto r = c.post("/v2/models/m/infer",
+                              fmt::format(R"({{"inputs":[{{"name":"input","shape":[1,16],"datatype":"FP32","data":[{}]}}]}})",
+                                          fmt::join(row, ",")));
+        REQUIRE(r.result_int() == 200);
+        check_close(output_of(r.body()), expected(row));
+      }
+    };
+    check_memory_flat(burst, 10, 30);
+    CHECK(server.shutdown(std::chrono::seconds(5)));
+    std::size_t i = 0;
+    for (const auto& p : model.parameters()) CHECK(p.parameter->array().to_vector<float>() == before[i++]);  // untouched
+  }
+}
+
 TEST_CASE("headers over the limit: 431 naming it") {
   Fixture f;
   ServerOptions o = test_options();

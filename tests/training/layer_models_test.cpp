@@ -15,6 +15,7 @@ namespace ndgc {
 namespace {
 
 constexpr std::int64_t kSide = 8, kBatch = 16, kClasses = 4;
+constexpr int kLstmEpochs = 8;
 
 // Eight fixed batches of 8x8 images whose class is the brightest quadrant.
 std::vector<data::Batch> image_batches(ManagerRef parent) {
@@ -109,6 +110,49 @@ TEST_CASE("a CNN computes the same bits in a workspace and with auto-close, and 
   // 16 parameters (2 convs x 2, 2 BatchNorms x 4, 2 Linears x 2), a gradient for each of the 12 trainable
   // ones and Adam's two moments of each: none for the running statistics.
   CHECK(plain.arrays_left == 16 + 12 + 2 * 12);
+}
+
+TEST_CASE("an LSTM trains with Trainer; a workspace and auto-close give the same bits and leave only its state") {
+  auto run = [](bool workspace, bool autoclose) {
+    test::AutoClose ac(autoclose);
+    set_random_seed(5);
+    Model model("lstm", Architecture::lstm(kSide * kSide, kClasses, 16).make_block());  // 8 steps of 8 features
+    model.initialize(Shape{kBatch, kSide * kSide});
+    training::TrainingConfig c;
+    c.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
+    c.optimizer = std::make_shared<nn::Adam>(1e-2);
+    c.workspace_mode = workspace ? training::WorkspaceMode::enabled : training::WorkspaceMode::none;
+    Run out;
+    {
+      training::Trainer trainer(model, c);
+      std::vector<data::Batch> data = image_batches(model.manager());
+      trainer.notify_epoch_begin(0);
+      for (int e = 0; e < kLstmEpochs; ++e)
+        for (const data::Batch& b : data) out.losses.push_back(trainer.train_batch(b, e));
+    }
+    for (const nn::NamedParameter& p : model.parameters()) {
+      std::vector<float> w = p.parameter->array().to_vector<float>();
+      out.parameters.insert(out.parameters.end(), w.begin(), w.end());
+    }
+    out.arrays_left = model.manager().array_count();
+    return out;
+  };
+  const Run plain = run(false, false);
+  const std::size_t n = plain.losses.size();
+  const double first = (plain.losses[0] + plain.losses[1] + plain.losses[2]) / 3;
+  const double last = (plain.losses[n - 1] + plain.losses[n - 2] + plain.losses[n - 3]) / 3;
+  MESSAGE("LSTM loss: first batches " << first << ", last " << last);
+  CHECK(last < 0.8 * first);
+  CHECK(plain.arrays_left == 5 * 4);  // 5 parameters, their gradients and Adam's two moments of each
+  for (bool workspace : {false, true})
+    for (bool autoclose : {false, true}) {
+      CAPTURE(workspace);
+      CAPTURE(autoclose);
+      const Run other = run(workspace, autoclose);
+      CHECK(other.losses == plain.losses);
+      CHECK(other.parameters == plain.parameters);
+      CHECK(other.arrays_left == plain.arrays_left);
+    }
 }
 
 }  // namespace ndgc
