@@ -21,7 +21,7 @@ struct Rows {
   T* data = nullptr;
   std::int64_t stride = 0;
   Rows() = default;
-  Rows(const TensorView& v, std::unique_ptr<Scratch>& keep) {
+  Rows(const TensorView& v, std::optional<Scratch>& keep) {
     const TensorView& r = v.shape[1] > 1 && v.strides[1] != 1 ? contiguous_or_copy(v, keep) : v;
     data = static_cast<T*>(r.data);
     stride = r.strides[0];
@@ -34,7 +34,7 @@ struct Rows {
 void CpuEngine::lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
                           const TensorView& out) {
   const std::int64_t batch = c.shape[0], hidden = c.shape[1];
-  std::unique_ptr<Scratch> ki, kh, kc;
+  std::optional<Scratch> ki, kh, kc;
   floating(c.dtype, "lstm_cell", [&](auto tag) {
     using T = decltype(tag);
     const Rows<T> ig(input_gates, ki), hg(hidden_gates, kh), cs(c, kc);
@@ -55,7 +55,7 @@ void CpuEngine::lstm_cell_backward(const TensorView& input_gates, const TensorVi
                                    const TensorView& c, const TensorView& g, const TensorView& d_input_gates,
                                    const TensorView& d_hidden_gates, const TensorView& dc) {
   const std::int64_t batch = c.shape[0], hidden = c.shape[1];
-  std::unique_ptr<Scratch> ki, kh, kc, kg;
+  std::optional<Scratch> ki, kh, kc, kg;
   const TensorView& gc = contiguous_or_copy(g, kg);
   floating(c.dtype, "lstm_cell_backward", [&](auto tag) {
     using T = decltype(tag);
