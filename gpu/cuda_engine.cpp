@@ -16,6 +16,7 @@
 
 #include "cuda_check.hpp"
 #include "cuda_context.hpp"
+#include "engine_support.hpp"
 #include "kernels.hpp"
 #include "ndgc/error.hpp"
 #include "ops/cpu/cpu_engine.hpp"
@@ -25,28 +26,6 @@ namespace ndgc::cuda {
 using ops::TensorView;
 
 namespace {
-
-// The device of `v` made current, and its stream.
-struct On {
-  int device;
-  cudaStream_t stream;
-  explicit On(const TensorView& v) : device(device_of(v.data)), stream(nullptr) {
-    select(device);
-    stream = cuda::stream(device);
-  }
-};
-
-TensorView contiguous_like(const TensorView& v, void* data, DataType dtype) {
-  TensorView c = v;
-  c.data = data;
-  c.dtype = dtype;
-  std::int64_t stride = 1;
-  for (int i = v.rank - 1; i >= 0; --i) {
-    c.strides[i] = stride;
-    stride *= v.shape[i];
-  }
-  return c;
-}
 
 bool fusable(std::initializer_list<const TensorView*> views) {
   const DataType t = (*views.begin())->dtype;

@@ -1,6 +1,7 @@
 // The CUDA engine: every op of ops/engine.hpp on the GPU, the twin of
 // src/ops/cpu/cpu_engine.hpp. Kernels in *_kernels.cu (twins by name of
-// src/ops/cpu/*_kernels.cpp), matrix products on cuBLAS.
+// src/ops/cpu/*_kernels.cpp), matrix products on cuBLAS; the layer kernels'
+// entry points are in cuda_engine_layers.cpp.
 //
 // Each entry point finds the device of its output (cuda_context.hpp), queues
 // its kernels on that device's stream and returns without waiting, except
@@ -45,6 +46,39 @@ class CudaEngine final : public ops::Engine {
                    const ops::TensorView& variance, const ops::AdamHyper& hyper) override;
   bool sgd_update(const ops::TensorView& weight, const ops::TensorView& grad, const ops::TensorView& momentum,
                   const ops::SgdHyper& hyper) override;
+
+  // The layer kernels (issue 27), defined in cuda_engine_layers.cpp.
+  bool has_layer_kernels() const noexcept override { return true; }
+  void im2col(const ops::TensorView& x, const ops::Window2d& w, const ops::TensorView& col) override;
+  void col2im(const ops::TensorView& col, const ops::Window2d& w, const ops::TensorView& dx) override;
+  void pool2d(bool max, const ops::TensorView& x, const ops::Window2d& w, const ops::TensorView& out) override;
+  void pool2d_backward(bool max, const ops::TensorView& x, const ops::TensorView& g, const ops::Window2d& w,
+                       const ops::TensorView& dx) override;
+  void gelu(const ops::TensorView& x, const ops::TensorView& out) override;
+  void gelu_backward(const ops::TensorView& x, const ops::TensorView& g, const ops::TensorView& dx) override;
+  void dropout(const ops::TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
+               const ops::TensorView& out) override;
+  void embedding(const ops::TensorView& indices, const ops::TensorView& weight, const ops::TensorView& out) override;
+  void embedding_backward(const ops::TensorView& indices, const ops::TensorView& g,
+                          const ops::TensorView& dweight) override;
+  void layer_norm(const ops::TensorView& x, const ops::TensorView& gamma, const ops::TensorView& beta, double eps,
+                  const ops::TensorView& out) override;
+  void layer_norm_backward(const ops::TensorView& x, const ops::TensorView& gamma, const ops::TensorView& g,
+                           double eps, const ops::TensorView& dx, const ops::TensorView& dgamma,
+                           const ops::TensorView& dbeta) override;
+  void batch_norm_stats(const ops::TensorView& x, const ops::TensorView& mean, const ops::TensorView& var) override;
+  void batch_norm(const ops::TensorView& x, const ops::TensorView& mean, const ops::TensorView& var,
+                  const ops::TensorView& gamma, const ops::TensorView& beta, double eps,
+                  const ops::TensorView& out) override;
+  void batch_norm_backward(const ops::TensorView& x, const ops::TensorView& mean, const ops::TensorView& var,
+                           const ops::TensorView& gamma, const ops::TensorView& g, double eps, bool training,
+                           const ops::TensorView& dx, const ops::TensorView& dgamma,
+                           const ops::TensorView& dbeta) override;
+  void lstm_cell(const ops::TensorView& input_gates, const ops::TensorView& hidden_gates, const ops::TensorView& c,
+                 const ops::TensorView& out) override;
+  void lstm_cell_backward(const ops::TensorView& input_gates, const ops::TensorView& hidden_gates,
+                          const ops::TensorView& c, const ops::TensorView& g, const ops::TensorView& d_input_gates,
+                          const ops::TensorView& d_hidden_gates, const ops::TensorView& dc) override;
 };
 
 CudaEngine& cuda_engine() noexcept;

@@ -54,4 +54,57 @@ void adam(const TensorView& w, const TensorView& g, const TensorView& m, const T
 void sgd(const TensorView& w, const TensorView& g, const TensorView& m, const ops::SgdHyper& h,
          cudaStream_t stream);
 
+// The layer kernels (issue 27), float32/float64, with the views of
+// ops/engine.hpp's layer virtuals: cuda_engine_layers.cpp checks dtypes,
+// copies what a kernel wants contiguous, and turns flagged errors into
+// exceptions. Each is deterministic: no atomics on values, sums in a fixed
+// order for a given shape.
+
+// conv_kernels.cu: one thread per col entry, dx pixel or pooled output
+// (ops/conv_math.hpp); x any strides, g (pool backward) any strides.
+void im2col(const TensorView& x, const ops::Window2d& w, const TensorView& col, cudaStream_t stream);
+void col2im(const TensorView& col, const ops::Window2d& w, const TensorView& dx, cudaStream_t stream);
+void pool2d(bool max, const TensorView& x, const ops::Window2d& w, const TensorView& out, cudaStream_t stream);
+void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const ops::Window2d& w,
+                     const TensorView& dx, cudaStream_t stream);
+
+// layer_kernels.cu: GELU and dropout element-wise (x, g any strides; out
+// contiguous); embedding over indices already packed as contiguous int64.
+void gelu(const TensorView& x, const TensorView& out, cudaStream_t stream);
+void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx, cudaStream_t stream);
+void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset, const TensorView& out,
+             cudaStream_t stream);
+// Flags the first index (by position) outside [0, rows): err = [1, count - position].
+void check_indices(const std::int64_t* indices, std::int64_t count, std::int64_t rows, std::int64_t* err,
+                   cudaStream_t stream);
+// out [count, D] = weight's rows (any strides); an index outside [0, V) writes nothing.
+void embedding(const std::int64_t* indices, std::int64_t count, const TensorView& weight, const TensorView& out,
+               cudaStream_t stream);
+// dweight [V, D] (contiguous) from g [count, D] (any strides): Note [Embedding
+// gradient by sorting] in layer_kernels.cu. Scratch from `device`'s allocator.
+void embedding_backward(const std::int64_t* indices, std::int64_t count, const TensorView& g,
+                        const TensorView& dweight, int device, cudaStream_t stream);
+
+// norm_kernels.cu: x, g and outputs contiguous; parameter vectors any stride.
+void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,
+                const TensorView& out, cudaStream_t stream);
+void layer_norm_backward(const TensorView& x, const TensorView& gamma, const TensorView& g, double eps,
+                         const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta, int device,
+                         cudaStream_t stream);
+void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var, cudaStream_t stream);
+void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var, const TensorView& gamma,
+                const TensorView& beta, double eps, const TensorView& out, cudaStream_t stream);
+void batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
+                         const TensorView& gamma, const TensorView& g, double eps, bool training,
+                         const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
+                         cudaStream_t stream);
+
+// lstm_kernels.cu: gate and state views with their last axis contiguous;
+// g contiguous; a gradient view with null data is not wanted.
+void lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
+               const TensorView& out, cudaStream_t stream);
+void lstm_cell_backward(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
+                        const TensorView& g, const TensorView& d_input_gates, const TensorView& d_hidden_gates,
+                        const TensorView& dc, cudaStream_t stream);
+
 }  // namespace ndgc::cuda::kernels

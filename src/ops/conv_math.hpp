@@ -9,7 +9,10 @@
 // padding), so a convolution is one GEMM per group; col2im is its adjoint
 // (adds every column entry back onto the pixel it came from).
 // Every function is NDGC_HD, so tests/ops/conv_math_test.cpp runs on the host
-// exactly what a GPU kernel would run.
+// exactly what a GPU kernel would run. The CPU engine cuts work by rows and
+// channels (im2col_rows, col2im_channels); the CUDA engine runs one thread per
+// entry or pixel (im2col_entry, col2im_pixel, pool_gradient_pixel), which
+// the tests check against the CPU's loops bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -96,6 +99,47 @@ NDGC_HD inline void col2im_channels(const T* col, std::int64_t h, std::int64_t w
   }
 }
 
+// The output position o along axis `a` whose tap k reads input coordinate i;
+// false when none does (i is not on that tap's grid, or o falls outside
+// [0, o_size)). A tap reads a coordinate from at most one output position.
+NDGC_HD inline bool output_of(const Window2d& w, int a, std::int64_t i, std::int64_t k, std::int64_t o_size,
+                              std::int64_t& o) noexcept {
+  const std::int64_t at = i + w.padding[a] - k * w.dilation[a];
+  if (at < 0 || at % w.stride[a] != 0) return false;
+  o = at / w.stride[a];
+  return o < o_size;
+}
+
+// One entry of im2col's matrix: row r = (c, ky, kx), column (oy, ox), read
+// from x [C, H, W] (strides sc, sh, sw); 0 in the padding. The value
+// im2col_rows writes there (one GPU thread per entry).
+template <class T>
+NDGC_HD inline T im2col_entry(const T* x, std::int64_t sc, std::int64_t sh, std::int64_t sw, std::int64_t h,
+                              std::int64_t wd, const Window2d& w, std::int64_t r, std::int64_t oy,
+                              std::int64_t ox) noexcept {
+  const std::int64_t taps = w.kernel[0] * w.kernel[1];
+  const std::int64_t c = r / taps, ky = r % taps / w.kernel[1], kx = r % w.kernel[1];
+  const std::int64_t iy = source(w, 0, oy, ky), ix = source(w, 1, ox, kx);
+  return iy >= 0 && iy < h && ix >= 0 && ix < wd ? x[c * sc + iy * sh + ix * sw] : T(0);
+}
+
+// col2im gathered: pixel (c, iy, ix) of dx, the sum of the col entries read
+// from it. col2im_channels adds them tap by tap, and a tap reads the pixel
+// from at most one output position, so summing here in tap order (from 0)
+// gives the same bits with one GPU thread per pixel and no atomics.
+template <class T>
+NDGC_HD inline T col2im_pixel(const T* col, const Window2d& w, std::int64_t oh, std::int64_t ow, std::int64_t c,
+                              std::int64_t iy, std::int64_t ix) noexcept {
+  const std::int64_t taps = w.kernel[0] * w.kernel[1];
+  T s = T(0);
+  for (std::int64_t t = 0; t < taps; ++t) {
+    std::int64_t oy, ox;
+    if (!output_of(w, 0, iy, t / w.kernel[1], oh, oy) || !output_of(w, 1, ix, t % w.kernel[1], ow, ox)) continue;
+    s += col[(c * taps + t) * oh * ow + oy * ow + ox];
+  }
+  return s;
+}
+
 // The first input position (flat iy * W + ix) holding a window's maximum,
 // padding excluded (it never wins); -1 when the window holds no input.
 template <class T>
@@ -131,6 +175,33 @@ NDGC_HD inline T window_sum(const T* x, std::int64_t sh, std::int64_t sw, std::i
     for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
       const std::int64_t ix = source(w, 1, ox, kx);
       if (ix >= 0 && ix < wd) s += x[iy * sh + ix * sw];
+    }
+  }
+  return s;
+}
+
+// pool2d's backward gathered: the gradient of input pixel (iy, ix) of one
+// plane (x with strides sh, sw; g [OH, OW] with strides gsh, gsw), the sum
+// over the windows holding it of max: g where the window's max_position is
+// this pixel; avg: g / (kH kW). The windows are visited in the order (oy, ox)
+// in which the CPU's scatter loop adds them (ky, kx descending give oy, ox
+// ascending), from 0, so the same bits with one GPU thread per pixel.
+template <class T>
+NDGC_HD inline T pool_gradient_pixel(bool max, const T* x, std::int64_t sh, std::int64_t sw, std::int64_t h,
+                                     std::int64_t wd, const T* g, std::int64_t gsh, std::int64_t gsw,
+                                     std::int64_t oh, std::int64_t ow, const Window2d& w, std::int64_t iy,
+                                     std::int64_t ix) noexcept {
+  const std::int64_t taps = w.kernel[0] * w.kernel[1], self = iy * wd + ix;
+  T s = T(0);
+  for (std::int64_t ky = w.kernel[0] - 1; ky >= 0; --ky) {
+    std::int64_t oy;
+    if (!output_of(w, 0, iy, ky, oh, oy)) continue;
+    for (std::int64_t kx = w.kernel[1] - 1; kx >= 0; --kx) {
+      std::int64_t ox;
+      if (!output_of(w, 1, ix, kx, ow, ox)) continue;
+      const T gv = g[oy * gsh + ox * gsw];
+      if (!max) s += gv / T(taps);
+      else if (max_position(x, sh, sw, h, wd, w, oy, ox) == self) s += gv;
     }
   }
   return s;

@@ -2,6 +2,7 @@
 // CUDA kernels would run it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "ops/conv_math.hpp"
@@ -47,6 +48,110 @@ TEST_CASE("conv_math: the padding never holds a window's maximum; the first maxi
   all.kernel[0] = all.kernel[1] = 2;
   CHECK(conv::max_position(x, 2, 1, 2, 2, all, 0, 0) == 1);  // a tie: the first
   CHECK(conv::window_sum(x, 2, 1, 2, 2, w, 1, 1) == -7);
+}
+
+namespace {
+
+// Windows that overlap, skip, pad and dilate.
+std::vector<Window2d> windows() {
+  std::vector<Window2d> all;
+  for (int v = 0; v < 4; ++v) {
+    Window2d w;
+    w.kernel[0] = 2 + v % 2, w.kernel[1] = 3 - v % 2;
+    w.stride[0] = 1 + v / 2, w.stride[1] = 1 + v % 3;
+    w.padding[0] = v % 2, w.padding[1] = 1;
+    w.dilation[0] = 1 + v % 2, w.dilation[1] = 1 + v / 3;
+    all.push_back(w);
+  }
+  return all;
+}
+
+// Values with ties and sign changes, never exactly summable in any order.
+double value(std::size_t i) { return double(i % 7) * 0.3 - 0.7 + double(i % 3) * 1e-9; }
+
+}  // namespace
+
+TEST_CASE("conv_math: im2col_entry is the entry im2col_rows writes, for a strided x") {
+  for (const Window2d& w : windows()) {
+    const std::int64_t c = 2, h = 6, wd = 5;
+    const std::int64_t oh = conv::out_size(h, w.kernel[0], w.stride[0], w.padding[0], w.dilation[0]);
+    const std::int64_t ow = conv::out_size(wd, w.kernel[1], w.stride[1], w.padding[1], w.dilation[1]);
+    const std::int64_t rows = c * w.kernel[0] * w.kernel[1];
+    std::vector<double> x(std::size_t(c * h * wd * 2)), col(std::size_t(rows * oh * ow));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = value(i);
+    // x as [C, H, W] with its columns two elements apart.
+    conv::im2col_rows(x.data(), 2 * h * wd, 2 * wd, 2, h, wd, w, oh, ow, col.data(), 0, rows);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t oy = 0; oy < oh; ++oy)
+        for (std::int64_t ox = 0; ox < ow; ++ox)
+          CHECK(conv::im2col_entry(x.data(), 2 * h * wd, 2 * wd, 2, h, wd, w, r, oy, ox) ==
+                col[std::size_t((r * oh + oy) * ow + ox)]);
+  }
+}
+
+TEST_CASE("conv_math: col2im_pixel gathers the same bits col2im_channels scatters") {
+  for (const Window2d& w : windows()) {
+    const std::int64_t c = 3, h = 7, wd = 6;
+    const std::int64_t oh = conv::out_size(h, w.kernel[0], w.stride[0], w.padding[0], w.dilation[0]);
+    const std::int64_t ow = conv::out_size(wd, w.kernel[1], w.stride[1], w.padding[1], w.dilation[1]);
+    std::vector<float> col(std::size_t(c * w.kernel[0] * w.kernel[1] * oh * ow)), dx(std::size_t(c * h * wd));
+    for (std::size_t i = 0; i < col.size(); ++i) col[i] = float(value(i));
+    conv::col2im_channels(col.data(), h, wd, w, oh, ow, dx.data(), 0, c);
+    for (std::int64_t ch = 0; ch < c; ++ch)
+      for (std::int64_t iy = 0; iy < h; ++iy)
+        for (std::int64_t ix = 0; ix < wd; ++ix)
+          CHECK(conv::col2im_pixel(col.data(), w, oh, ow, ch, iy, ix) == dx[std::size_t((ch * h + iy) * wd + ix)]);
+  }
+}
+
+TEST_CASE("conv_math: pool_gradient_pixel gathers the same bits as the CPU's scatter, ties and padding included") {
+  for (bool max : {true, false}) {
+    for (const Window2d& base : windows()) {
+      Window2d w = base;  // pools: no dilation, padding at most half the kernel
+      w.dilation[0] = w.dilation[1] = 1;
+      w.padding[0] = std::min(w.padding[0], w.kernel[0] / 2), w.padding[1] = std::min(w.padding[1], w.kernel[1] / 2);
+      const std::int64_t h = 7, wd = 6;
+      const std::int64_t oh = conv::out_size(h, w.kernel[0], w.stride[0], w.padding[0], 1);
+      const std::int64_t ow = conv::out_size(wd, w.kernel[1], w.stride[1], w.padding[1], 1);
+      std::vector<float> x(std::size_t(h * wd)), g(std::size_t(oh * ow * 3)), scattered(x.size(), 0.0f);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 4);  // many ties
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] = float(value(i));
+      const float taps = float(w.kernel[0] * w.kernel[1]);
+      for (std::int64_t oy = 0; oy < oh; ++oy)  // the CPU's loop (ops/cpu/conv_kernels.cpp), g strided by 3
+        for (std::int64_t ox = 0; ox < ow; ++ox) {
+          const float gv = g[std::size_t(3 * (oy * ow + ox))];
+          if (max) {
+            scattered[std::size_t(conv::max_position(x.data(), wd, 1, h, wd, w, oy, ox))] += gv;
+            continue;
+          }
+          for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky)
+            for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+              const std::int64_t iy = conv::source(w, 0, oy, ky), ix = conv::source(w, 1, ox, kx);
+              if (iy >= 0 && iy < h && ix >= 0 && ix < wd) scattered[std::size_t(iy * wd + ix)] += gv / taps;
+            }
+        }
+      for (std::int64_t iy = 0; iy < h; ++iy)
+        for (std::int64_t ix = 0; ix < wd; ++ix) {
+          INFO("max " << max << " pixel (" << iy << ", " << ix << ")");
+          CHECK(conv::pool_gradient_pixel(max, x.data(), wd, 1, h, wd, g.data(), 3 * ow, 3, oh, ow, w, iy, ix) ==
+                scattered[std::size_t(iy * wd + ix)]);
+        }
+    }
+  }
+}
+
+TEST_CASE("conv_math: output_of inverts source") {
+  Window2d w;
+  w.kernel[0] = 3, w.stride[0] = 2, w.padding[0] = 1, w.dilation[0] = 2;
+  for (std::int64_t o = 0; o < 4; ++o)
+    for (std::int64_t k = 0; k < 3; ++k) {
+      const std::int64_t i = conv::source(w, 0, o, k);
+      std::int64_t back = -1;
+      CHECK(conv::output_of(w, 0, i, k, 4, back));
+      CHECK(back == o);
+      CHECK_FALSE(conv::output_of(w, 0, i, k, o, back));  // o outside [0, o)
+      CHECK_FALSE(conv::output_of(w, 0, i + 1, k, 4, back));  // off the stride's grid
+    }
 }
 
 }  // namespace ndgc::ops

@@ -1,0 +1,145 @@
+// CUDA kernels of conv2d and the 2-D pools: im2col, col2im, pool2d and its
+// backward. Twin of src/ops/cpu/conv_kernels.cpp; the GEMM between im2col
+// and col2im is the ops layer's, through the engine's matmul (cuBLAS).
+//
+// One thread per entry of what is written (grid-stride, 64-bit indices), and
+// each thread computes its entry with ops/conv_math.hpp's NDGC_HD functions,
+// which the host tests check against the CPU's loops. The two adjoints are
+// gathers, never scatters: col2im and pool2d_backward run one thread per
+// input pixel that sums, in the CPU's order, what reaches that pixel
+// (col2im_pixel, pool_gradient_pixel), so there are no atomics and the
+// results are the CPU's bits. The max pool's backward recomputes each
+// window's max_position instead of keeping an argmax buffer between passes.
+#include "kernels.hpp"
+#include "launch.cuh"
+#include "ops/conv_math.hpp"
+
+namespace ndgc::cuda::kernels {
+namespace {
+
+using ops::Window2d;
+
+// The axis lengths and strides of an NCHW view, by value for a launch.
+struct Nchw {
+  std::int64_t n, c, h, w;
+  std::int64_t sn, sc, sh, sw;
+  explicit Nchw(const TensorView& v)
+      : n(v.shape[0]), c(v.shape[1]), h(v.shape[2]), w(v.shape[3]), sn(v.strides[0]), sc(v.strides[1]),
+        sh(v.strides[2]), sw(v.strides[3]) {}
+};
+
+std::int64_t out_size(const Window2d& w, int a, std::int64_t in) {
+  return ops::conv::out_size(in, w.kernel[a], w.stride[a], w.padding[a], w.dilation[a]);
+}
+
+// col [N, C·kH·kW, OH·OW], contiguous: entry e = ((img · rows + r) · OH + oy) · OW + ox.
+template <class T>
+__global__ void im2col_kernel(const T* x, Nchw s, Window2d w, std::int64_t oh, std::int64_t ow, T* col,
+                              std::int64_t total) {
+  const std::int64_t rows = s.c * w.kernel[0] * w.kernel[1];
+  for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
+    const std::int64_t ox = e % ow, oy = e / ow % oh, r = e / (ow * oh) % rows, img = e / (ow * oh * rows);
+    col[e] = ops::conv::im2col_entry(x + img * s.sn, s.sc, s.sh, s.sw, s.h, s.w, w, r, oy, ox);
+  }
+}
+
+// dx [N, C, H, W], contiguous: one thread per pixel, gathering its column entries.
+template <class T>
+__global__ void col2im_kernel(const T* col, Window2d w, std::int64_t c, std::int64_t h, std::int64_t wd,
+                              std::int64_t oh, std::int64_t ow, T* dx, std::int64_t total) {
+  const std::int64_t image = c * w.kernel[0] * w.kernel[1] * oh * ow;
+  for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
+    const std::int64_t ix = e % wd, iy = e / wd % h, ch = e / (wd * h) % c, img = e / (wd * h * c);
+    dx[e] = ops::conv::col2im_pixel(col + img * image, w, oh, ow, ch, iy, ix);
+  }
+}
+
+// out [N, C, OH, OW], contiguous: one thread per window.
+template <class T>
+__global__ void pool_kernel(bool max, const T* x, Nchw s, Window2d w, std::int64_t oh, std::int64_t ow, T* out,
+                            std::int64_t total) {
+  const T taps = T(w.kernel[0] * w.kernel[1]);
+  for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
+    const std::int64_t ox = e % ow, oy = e / ow % oh, ch = e / (ow * oh) % s.c, img = e / (ow * oh * s.c);
+    const T* plane = x + img * s.sn + ch * s.sc;
+    if (max) {
+      const std::int64_t at = ops::conv::max_position(plane, s.sh, s.sw, s.h, s.w, w, oy, ox);
+      // A window always holds an input element (the ops layer limits the padding); guard anyway.
+      out[e] = at < 0 ? T(0) : plane[at / s.w * s.sh + at % s.w * s.sw];
+    } else {
+      out[e] = ops::conv::window_sum(plane, s.sh, s.sw, s.h, s.w, w, oy, ox) / taps;
+    }
+  }
+}
+
+// dx [N, C, H, W], contiguous: one thread per input pixel, gathering the windows that hold it.
+template <class T>
+__global__ void pool_backward_kernel(bool max, const T* x, Nchw s, const T* g, Nchw gs, Window2d w, T* dx,
+                                     std::int64_t total) {
+  for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
+    const std::int64_t ix = e % s.w, iy = e / s.w % s.h, ch = e / (s.w * s.h) % s.c, img = e / (s.w * s.h * s.c);
+    dx[e] = ops::conv::pool_gradient_pixel(max, x + img * s.sn + ch * s.sc, s.sh, s.sw, s.h, s.w,
+                                           g + img * gs.sn + ch * gs.sc, gs.sh, gs.sw, gs.h, gs.w, w, iy, ix);
+  }
+}
+
+// Runs f(T{}) for float32 or float64 (the engine has checked the dtype).
+template <class F>
+void floating(DataType t, F&& f) {
+  if (t == DataType::float64) f(double{});
+  else f(float{});
+}
+
+}  // namespace
+
+void im2col(const TensorView& x, const Window2d& w, const TensorView& col, cudaStream_t stream) {
+  const Nchw s(x);
+  const std::int64_t oh = out_size(w, 0, s.h), ow = out_size(w, 1, s.w);
+  const std::int64_t total = s.n * s.c * w.kernel[0] * w.kernel[1] * oh * ow;
+  if (total == 0) return;
+  floating(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    im2col_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x.data), s, w, oh, ow,
+                                                                  static_cast<T*>(col.data), total);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void col2im(const TensorView& col, const Window2d& w, const TensorView& dx, cudaStream_t stream) {
+  const Nchw s(dx);
+  const std::int64_t oh = out_size(w, 0, s.h), ow = out_size(w, 1, s.w), total = dx.size();
+  if (total == 0) return;
+  floating(dx.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    col2im_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(col.data), w, s.c, s.h,
+                                                                  s.w, oh, ow, static_cast<T*>(dx.data), total);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out, cudaStream_t stream) {
+  const std::int64_t total = out.size();
+  if (total == 0) return;
+  floating(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    pool_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(max, static_cast<const T*>(x.data), Nchw(x), w,
+                                                                out.shape[2], out.shape[3],
+                                                                static_cast<T*>(out.data), total);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const Window2d& w, const TensorView& dx,
+                     cudaStream_t stream) {
+  const std::int64_t total = dx.size();
+  if (total == 0) return;
+  floating(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    pool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+        max, static_cast<const T*>(x.data), Nchw(x), static_cast<const T*>(g.data), Nchw(g), w,
+        static_cast<T*>(dx.data), total);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ndgc::cuda::kernels

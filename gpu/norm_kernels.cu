@@ -1,0 +1,281 @@
+// CUDA kernels of layer_norm and batch_norm (forward, statistics, backward).
+// Twin of src/ops/cpu/norm_kernels.cpp, with the same maths.
+//
+// Statistics are two-pass (mean, then the mean of squared deviations),
+// accumulated in double whatever the dtype, as on the CPU. A reduction (a row
+// of layer_norm, a channel of batch_norm, a column of layer_norm's dgamma) is
+// one block: its threads stride over the elements, then a shared-memory tree
+// of fixed shape adds the partial sums. The order of the additions depends
+// only on the shape, so results are the same bits on every run (not the
+// CPU's bits: the CPU adds sequentially). x, g and the outputs are
+// contiguous; parameter vectors ([D] or [C]) may be strided views, and a
+// gradient view with null data is not wanted.
+#include <cmath>
+
+#include "cuda_context.hpp"
+#include "kernels.hpp"
+#include "launch.cuh"
+
+namespace ndgc::cuda::kernels {
+namespace {
+
+// A 1-D parameter view, maybe strided, maybe absent (null data); by value for a launch.
+template <class T>
+struct Vec {
+  const T* data;
+  std::int64_t stride;
+  explicit Vec(const TensorView& v) : data(static_cast<const T*>(v.data)), stride(v.rank ? v.strides[0] : 0) {}
+  __device__ T operator[](std::int64_t i) const { return data[i * stride]; }
+};
+
+struct Sums {
+  double a, b;
+};
+
+// The block's total of two sums per thread; every thread gets it. A fixed
+// tree over kThreads slots: the same additions in the same order each run.
+__device__ Sums block_sum(Sums mine) {
+  __shared__ double sa[kThreads], sb[kThreads];
+  sa[threadIdx.x] = mine.a, sb[threadIdx.x] = mine.b;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (int(threadIdx.x) < width) {
+      sa[threadIdx.x] += sa[threadIdx.x + width];
+      sb[threadIdx.x] += sb[threadIdx.x + width];
+    }
+    __syncthreads();
+  }
+  const Sums total{sa[0], sb[0]};
+  __syncthreads();  // the slots are reused by the next call
+  return total;
+}
+
+// The mean and biased variance of the n elements at(i), i in [0, n), by the block.
+template <class F>
+__device__ void block_moments(std::int64_t n, F at, double& mean, double& var) {
+  double s = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) s += at(i);
+  mean = n ? block_sum({s, 0}).a / double(n) : 0;
+  double v = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) v += (at(i) - mean) * (at(i) - mean);
+  var = n ? block_sum({v, 0}).a / double(n) : 0;
+}
+
+// A row's mean and 1 / sqrt(var + eps), as the CPU's row_stats.
+template <class T>
+__device__ void row_stats(const T* x, std::int64_t n, double eps, double& mean, double& rstd) {
+  double var;
+  block_moments(n, [x](std::int64_t i) { return double(x[i]); }, mean, var);
+  rstd = 1.0 / ::sqrt(var + eps);
+}
+
+unsigned blocks(std::int64_t items) { return unsigned(items < 1 ? 1 : items < kMaxBlocks ? items : kMaxBlocks); }
+
+// ---- layer_norm: rows x [R, D] ----------------------------------------------------
+
+template <class T>
+__global__ void layer_norm_kernel(const T* x, std::int64_t rows, std::int64_t dim, Vec<T> gamma, Vec<T> beta,
+                                  double eps, T* out) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * dim;
+    double mean, rstd;
+    row_stats(xr, dim, eps, mean, rstd);
+    for (std::int64_t d = threadIdx.x; d < dim; d += blockDim.x)
+      out[r * dim + d] = T((double(xr[d]) - mean) * rstd) * gamma[d] + beta[d];
+  }
+}
+
+// Per row: the statistics into stats [R, 2], and dx = rstd (dxhat - mean(dxhat)
+// - xhat mean(dxhat xhat)), dxhat = g gamma.
+template <class T>
+__global__ void layer_norm_rows_backward_kernel(const T* x, const T* g, std::int64_t rows, std::int64_t dim,
+                                                Vec<T> gamma, double eps, double* stats, T* dx) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * dim;
+    const T* gr = g + r * dim;
+    double mean, rstd;
+    row_stats(xr, dim, eps, mean, rstd);
+    if (threadIdx.x == 0) stats[2 * r] = mean, stats[2 * r + 1] = rstd;
+    if (!dx) continue;
+    Sums mine{0, 0};
+    for (std::int64_t k = threadIdx.x; k < dim; k += blockDim.x) {
+      const double dy = double(gr[k]) * double(gamma[k]);
+      mine.a += dy;
+      mine.b += dy * (double(xr[k]) - mean) * rstd;
+    }
+    const Sums total = block_sum(mine);
+    const double m1 = total.a / double(dim), m2 = total.b / double(dim);
+    for (std::int64_t k = threadIdx.x; k < dim; k += blockDim.x) {
+      const double xhat = (double(xr[k]) - mean) * rstd;
+      dx[r * dim + k] = T(rstd * (double(gr[k]) * double(gamma[k]) - m1 - xhat * m2));
+    }
+  }
+}
+
+// Per column: dgamma = Σ_rows g xhat, dbeta = Σ_rows g, from the row statistics.
+template <class T>
+__global__ void layer_norm_columns_backward_kernel(const T* x, const T* g, std::int64_t rows, std::int64_t dim,
+                                                   const double* stats, T* dgamma, T* dbeta) {
+  for (std::int64_t k = blockIdx.x; k < dim; k += gridDim.x) {
+    Sums mine{0, 0};
+    for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+      const double gv = double(g[r * dim + k]);
+      mine.a += gv * (double(x[r * dim + k]) - stats[2 * r]) * stats[2 * r + 1];
+      mine.b += gv;
+    }
+    const Sums total = block_sum(mine);
+    if (threadIdx.x != 0) continue;
+    if (dgamma) dgamma[k] = T(total.a);
+    if (dbeta) dbeta[k] = T(total.b);
+  }
+}
+
+// ---- batch_norm: x [N, C, S] ------------------------------------------------------
+
+// Element t of channel ch: image t / S, position t % S.
+__device__ inline std::int64_t channel_at(std::int64_t t, std::int64_t ch, std::int64_t c, std::int64_t s) {
+  return (t / s * c + ch) * s + t % s;
+}
+
+template <class T>
+__global__ void batch_norm_stats_kernel(const T* x, std::int64_t n, std::int64_t c, std::int64_t s, T* mean,
+                                        std::int64_t mean_stride, T* var, std::int64_t var_stride) {
+  const std::int64_t count = n * s;
+  for (std::int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    double m, v;
+    block_moments(count, [=](std::int64_t t) { return double(x[channel_at(t, ch, c, s)]); }, m, v);
+    if (threadIdx.x != 0) continue;
+    mean[ch * mean_stride] = T(m);
+    var[ch * var_stride] = T(v);
+  }
+}
+
+template <class T>
+__global__ void batch_norm_kernel(const T* x, std::int64_t total, std::int64_t c, std::int64_t s, Vec<T> mean,
+                                  Vec<T> var, Vec<T> gamma, Vec<T> beta, double eps, T* out) {
+  for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
+    const std::int64_t ch = e / s % c;
+    const double m = double(mean[ch]), rstd = 1.0 / ::sqrt(double(var[ch]) + eps);
+    out[e] = T((double(x[e]) - m) * rstd) * gamma[ch] + beta[ch];
+  }
+}
+
+// Per channel, M = N·S: dbeta = Σ g, dgamma = Σ g xhat; training: dx = gamma
+// rstd (g - dbeta / M - xhat dgamma / M); not training: dx = g gamma rstd.
+template <class T>
+__global__ void batch_norm_backward_kernel(const T* x, const T* g, std::int64_t n, std::int64_t c, std::int64_t s,
+                                           Vec<T> mean, Vec<T> var, Vec<T> gamma, double eps, bool training, T* dx,
+                                           T* dgamma, T* dbeta) {
+  const std::int64_t count = n * s;
+  for (std::int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    const double m = double(mean[ch]), rstd = 1.0 / ::sqrt(double(var[ch]) + eps);
+    Sums mine{0, 0};
+    for (std::int64_t t = threadIdx.x; t < count; t += blockDim.x) {
+      const std::int64_t at = channel_at(t, ch, c, s);
+      mine.a += double(g[at]);
+      mine.b += double(g[at]) * (double(x[at]) - m) * rstd;
+    }
+    const Sums total = block_sum(mine);
+    const double sg = total.a, sgx = total.b;
+    if (threadIdx.x == 0) {
+      if (dgamma) dgamma[ch] = T(sgx);
+      if (dbeta) dbeta[ch] = T(sg);
+    }
+    if (!dx) continue;
+    const double scale = double(gamma[ch]) * rstd, m_count = double(count);
+    for (std::int64_t t = threadIdx.x; t < count; t += blockDim.x) {
+      const std::int64_t at = channel_at(t, ch, c, s);
+      if (training) {
+        const double xhat = (double(x[at]) - m) * rstd;
+        dx[at] = T(scale * (double(g[at]) - sg / m_count - xhat * sgx / m_count));
+      } else {
+        dx[at] = T(scale * double(g[at]));
+      }
+    }
+  }
+}
+
+template <class F>
+void floating(DataType t, F&& f) {
+  if (t == DataType::float64) f(double{});
+  else f(float{});
+}
+
+}  // namespace
+
+void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,
+                const TensorView& out, cudaStream_t stream) {
+  const std::int64_t rows = x.shape[0], dim = x.shape[1];
+  if (rows == 0 || dim == 0) return;
+  floating(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    layer_norm_kernel<T><<<blocks(rows), kThreads, 0, stream>>>(static_cast<const T*>(x.data), rows, dim,
+                                                                 Vec<T>(gamma), Vec<T>(beta), eps,
+                                                                 static_cast<T*>(out.data));
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void layer_norm_backward(const TensorView& x, const TensorView& gamma, const TensorView& g, double eps,
+                         const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta, int device,
+                         cudaStream_t stream) {
+  const std::int64_t rows = x.shape[0], dim = x.shape[1];
+  if (rows == 0 || dim == 0) return;
+  DeviceScratch stats(device, std::size_t(rows) * 2 * sizeof(double));  // freed stream-ordered
+  auto* st = static_cast<double*>(stats.get());
+  floating(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = static_cast<const T*>(x.data);
+    const T* gp = static_cast<const T*>(g.data);
+    layer_norm_rows_backward_kernel<T><<<blocks(rows), kThreads, 0, stream>>>(xp, gp, rows, dim, Vec<T>(gamma), eps,
+                                                                               st, static_cast<T*>(dx.data));
+    CUDA_CHECK_LAUNCH();
+    if (!dgamma.data && !dbeta.data) return;
+    layer_norm_columns_backward_kernel<T><<<blocks(dim), kThreads, 0, stream>>>(
+        xp, gp, rows, dim, st, static_cast<T*>(dgamma.data), static_cast<T*>(dbeta.data));
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var, cudaStream_t stream) {
+  const std::int64_t n = x.shape[0], c = x.shape[1], s = x.shape[2];
+  if (c == 0) return;
+  floating(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    batch_norm_stats_kernel<T><<<blocks(c), kThreads, 0, stream>>>(
+        static_cast<const T*>(x.data), n, c, s, static_cast<T*>(mean.data), mean.rank ? mean.strides[0] : 0,
+        static_cast<T*>(var.data), var.rank ? var.strides[0] : 0);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var, const TensorView& gamma,
+                const TensorView& beta, double eps, const TensorView& out, cudaStream_t stream) {
+  const std::int64_t total = x.size(), c = x.shape[1], s = x.shape[2];
+  if (total == 0) return;
+  floating(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    batch_norm_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x.data), total, c, s,
+                                                                      Vec<T>(mean), Vec<T>(var), Vec<T>(gamma),
+                                                                      Vec<T>(beta), eps, static_cast<T*>(out.data));
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
+                         const TensorView& gamma, const TensorView& g, double eps, bool training,
+                         const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
+                         cudaStream_t stream) {
+  const std::int64_t n = x.shape[0], c = x.shape[1], s = x.shape[2];
+  if (c == 0) return;
+  floating(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    batch_norm_backward_kernel<T><<<blocks(c), kThreads, 0, stream>>>(
+        static_cast<const T*>(x.data), static_cast<const T*>(g.data), n, c, s, Vec<T>(mean), Vec<T>(var),
+        Vec<T>(gamma), eps, training, static_cast<T*>(dx.data), static_cast<T*>(dgamma.data),
+        static_cast<T*>(dbeta.data));
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ndgc::cuda::kernels
