@@ -42,8 +42,10 @@ void run_ndgc(benchmark::State& state, const Architecture& arch) {
     auto step = [&] {
       data::Batch b;
       b.manager = trainer.manager().new_sub_manager("batch");
-      b.data.push_back(x);
-      b.labels.push_back(y);
+      // Views of the fixed batch that join the batch's manager, as a real
+      // batch's arrays do: the step's arrays then close with it.
+      b.data.push_back(x.get(b.manager, ":"));
+      b.labels.push_back(y.get(b.manager, ":"));
       b.size = kBatch;
       return trainer.train_batch(b, 0);
     };

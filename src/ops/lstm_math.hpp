@@ -1,5 +1,5 @@
 // One unit of the fused LSTM cell, forward and backward, shared by the CPU
-// engine's loop (ops/cpu/lstm_kernels.cpp) and a CUDA kernel to come: both
+// engine's loop (ops/cpu/lstm_kernels.cpp) and the CUDA kernel (gpu/lstm_kernels.cu): both
 // compute the same maths in the same order, and tests/ops/lstm_math_test.cpp
 // runs on the host the code a GPU would run.
 //

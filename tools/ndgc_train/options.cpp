@@ -162,14 +162,6 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
     }
     o.gpu_limit = memory::parse_size(gpu_limit_text, "--gpu-limit");
   }
-  if (o.model != "mlp" && !o.device.is_cpu()) {
-    ParseOutcome bad;
-    bad.exit_code = 2;
-    bad.message = "--model " + o.model +
-                  ": its layer ops (conv2d, batch_norm, max_pool2d, dropout, the LSTM cell) have no CUDA kernels "
-                  "yet, so it trains on --device cpu only\n";
-    return bad;
-  }
   if (o.cuda_graph && (o.device.is_cpu() || o.workspace)) {
     ParseOutcome bad;
     bad.exit_code = 2;
