@@ -50,17 +50,6 @@ TensorView rows_packed(const TensorView& v, std::unique_ptr<DeviceScratch>& keep
   return packed(v, keep, on);
 }
 
-// "(1, 2)": the row-major position `flat` in `v`'s shape, as the CPU names it.
-std::string position(const TensorView& v, std::int64_t flat) {
-  std::int64_t idx[kMaxRank] = {};
-  for (int i = v.rank - 1; i >= 0; --i) {
-    idx[i] = v.shape[i] ? flat % v.shape[i] : 0;
-    flat = v.shape[i] ? flat / v.shape[i] : 0;
-  }
-  std::string s = "(";
-  for (int i = 0; i < v.rank; ++i) s += fmt::format("{}{}", i ? ", " : "", idx[i]);
-  return s + ")";
-}
 
 // The indices (any integer dtype, any strides; at least one) as contiguous
 // int64 in `keep`, checked against [0, rows): InvalidArgument names the
@@ -83,9 +72,7 @@ const std::int64_t* packed_indices(const TensorView& indices, std::int64_t rows,
     std::int64_t value = 0;
     CUDA_CHECK(cudaMemcpyAsync(&value, idx + at, sizeof value, cudaMemcpyDeviceToHost, on.stream));
     CUDA_CHECK(cudaStreamSynchronize(on.stream));
-    throw InvalidArgument(fmt::format("embedding: index {} at position {} of the indices is outside [0, {}) "
-                                      "(the weight's rows)",
-                                      value, position(indices, at), rows));
+    throw_embedding_index(indices, at, value, rows);
   }
   return idx;
 }

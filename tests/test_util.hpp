@@ -80,4 +80,13 @@ inline void replace_and_close_one(std::mutex& mu, std::vector<ManagerRef>& manag
   victim.close();
 }
 
+// Sets the intra-op thread count for its lifetime and restores the one before.
+struct Threads {
+  int saved = num_threads();
+  explicit Threads(int n) { set_num_threads(n); }
+  ~Threads() { set_num_threads(saved); }
+  Threads(const Threads&) = delete;
+  Threads& operator=(const Threads&) = delete;
+};
+
 }  // namespace ndgc::test

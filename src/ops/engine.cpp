@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -46,6 +47,19 @@ TensorView contiguous_view(void* data, DataType dtype, const Shape& shape) noexc
     stride *= shape[i];
   }
   return v;
+}
+
+void throw_embedding_index(const TensorView& indices, std::int64_t flat, std::int64_t value, std::int64_t rows) {
+  std::int64_t idx[kMaxRank] = {};
+  for (int i = indices.rank - 1; i >= 0; --i) {
+    idx[i] = indices.shape[i] ? flat % indices.shape[i] : 0;
+    flat = indices.shape[i] ? flat / indices.shape[i] : 0;
+  }
+  std::string position = "(";
+  for (int i = 0; i < indices.rank; ++i) position += fmt::format("{}{}", i ? ", " : "", idx[i]);
+  throw InvalidArgument(fmt::format("embedding: index {} at position {} of the indices is outside [0, {}) (the "
+                                    "weight's rows)",
+                                    value, position + ")", rows));
 }
 
 const char* name_of(Unary op) noexcept {

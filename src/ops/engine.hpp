@@ -57,6 +57,10 @@ struct TensorView {
 
 // A contiguous view of `count` elements at `data` with `shape`.
 TensorView contiguous_view(void* data, DataType dtype, const Shape& shape) noexcept;
+// What every engine's embedding kernels throw for an index outside [0, rows):
+// InvalidArgument naming the value and its position, "(1, 2)", in `indices`.
+[[noreturn]] void throw_embedding_index(const TensorView& indices, std::int64_t flat, std::int64_t value,
+                                        std::int64_t rows);
 
 enum class Unary : std::uint8_t { neg, abs, exp, log, sqrt, square, relu, sigmoid, tanh };
 enum class Binary : std::uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, ne, gt, ge, lt, le };

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ops_test_util.hpp"
+#include "test_util.hpp"
 
 namespace ops_test {
 namespace {
@@ -31,18 +32,7 @@ std::vector<double> ramp(std::int64_t n, double scale, double shift) {
   return v;
 }
 
-struct Threads {
-  int saved = num_threads();
-  explicit Threads(int n) { set_num_threads(n); }
-  ~Threads() { set_num_threads(saved); }
-};
-
-std::vector<char> bits(const NDArray& a) {
-  std::vector<double> v = a.to_vector<double>();
-  std::vector<char> b(v.size() * sizeof(double));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
+using test::Threads;
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ops_test_util.hpp"
+#include "test_util.hpp"
 
 namespace ops_test {
 namespace {
@@ -73,18 +74,7 @@ Arrays make(const ManagerRef& m, const Case& k, DataType dt) {
   return a;
 }
 
-struct Threads {
-  int saved = num_threads();
-  explicit Threads(int n) { set_num_threads(n); }
-  ~Threads() { set_num_threads(saved); }
-};
-
-std::vector<char> bits(const NDArray& a) {
-  std::vector<double> v = a.to_vector<double>();
-  std::vector<char> b(v.size() * sizeof(double));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
+using test::Threads;
 
 }  // namespace
 

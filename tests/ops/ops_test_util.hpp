@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -25,6 +26,14 @@ using namespace ndgc;
 
 // A fresh base manager per test case; closed when the test ends.
 inline NDManager fresh(const std::string& name = "ops-test") { return NDManager::new_base_manager(name); }
+
+// The bytes of a floating array's elements as doubles: equal bits, not just close values.
+inline std::vector<char> bits(const NDArray& a) {
+  std::vector<double> v = a.to_vector<double>();
+  std::vector<char> b(v.size() * sizeof(double));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
 
 // Elements as doubles, in row-major order (exact for every dtype but int64 past 2^53).
 inline std::vector<double> values(const NDArray& a) { return a.to_vector<double>(); }

@@ -13,6 +13,7 @@
 #include <ndgc/ndgc.hpp>
 
 #include "ops_test_util.hpp"
+#include "test_util.hpp"
 #include "support/parallel.hpp"
 
 using namespace ndgc;
@@ -23,11 +24,7 @@ namespace {
 
 constexpr int kThreadCounts[] = {1, 2, 3, 7};
 
-struct Threads {
-  int saved = num_threads();
-  explicit Threads(int n) { set_num_threads(n); }
-  ~Threads() { set_num_threads(saved); }
-};
+using test::Threads;
 
 // The raw bytes of every array f returns, at each thread count; all must
 // equal the 1-thread run's.

@@ -20,18 +20,14 @@
 #include <ndgc/ndgc.hpp>
 
 #include "support/parallel.hpp"
+#include "test_util.hpp"
 
 using namespace ndgc;
 using support::kGrainSize;
 
 namespace {
 
-// Restores the thread count a test changed.
-struct Threads {
-  int saved = num_threads();
-  explicit Threads(int n) { set_num_threads(n); }
-  ~Threads() { set_num_threads(saved); }
-};
+using test::Threads;
 
 int tasks_of_this_process() {
   int n = 0;

@@ -29,17 +29,6 @@ T phi_cdf(T x) {
   return T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
 }
 
-// "(1, 2)": the row-major position `flat` in `v`'s shape.
-std::string position(const TensorView& v, std::int64_t flat) {
-  std::int64_t idx[kMaxRank] = {};
-  for (int i = v.rank - 1; i >= 0; --i) {
-    idx[i] = v.shape[i] ? flat % v.shape[i] : 0;
-    flat = v.shape[i] ? flat / v.shape[i] : 0;
-  }
-  std::string s = "(";
-  for (int i = 0; i < v.rank; ++i) s += fmt::format("{}{}", i ? ", " : "", idx[i]);
-  return s + ")";
-}
 
 // Indices of any integer dtype as int64, contiguous, checked against [0, rows).
 template <class F>
@@ -56,9 +45,7 @@ void with_indices(const TensorView& indices, std::int64_t rows, const char* kern
       for (std::int64_t i = 0; i < n; ++i) {
         const std::int64_t k = std::int64_t(idx[i]);
         if (k < 0 || k >= rows)
-          throw InvalidArgument(fmt::format("embedding: index {} at position {} of the indices is outside [0, {}) "
-                                            "(the weight's rows)",
-                                            k, position(indices, i), rows));
+          throw_embedding_index(indices, i, k, rows);
       }
       f(idx, n);
     }
