@@ -23,10 +23,15 @@ std::int64_t image_side(const std::string& name, std::int64_t pixels) {
 
 // Flat rows [B, side²] (or any shape with B rows of side² values) as `tail`.
 std::unique_ptr<nn::Block> reshape_rows(std::string name, std::vector<std::int64_t> tail) {
-  auto shape_of = [tail](const Shape& in) {
-    if (in.rank() == 0) throw InvalidArgument("a scalar input has no batch axis");
+  auto shape_of = [name, tail](const Shape& in) {
+    if (in.rank() == 0) throw InvalidArgument(fmt::format("{}: a scalar input has no batch axis", name));
     Shape out{in[0]};
-    for (std::int64_t d : tail) out.push_back(d);
+    std::int64_t want = 1, have = 1;
+    for (std::int64_t d : tail) out.push_back(d), want *= d;
+    for (int i = 1; i < in.rank(); ++i) have *= in[i];
+    if (have != want)
+      throw InvalidArgument(fmt::format("{}: rows of {} values cannot be reshaped; the input {} has {} per row",
+                                        name, want, in.to_string(), have));
     return out;
   };
   return std::make_unique<nn::LambdaBlock>(

@@ -96,6 +96,12 @@ TEST_CASE("an lstm model file: rows as steps, the last step's output, the same p
   CHECK(names == std::vector<std::string>{"1.l0.weight_ih", "1.l0.weight_hh", "1.l0.bias", "3.weight", "3.bias"});
   CHECK_THROWS_WITH_AS(Architecture::lstm(15, 3).make_block(), doctest::Contains("inputs = 15 is not the pixel count"),
                        InvalidArgument);
+  Architecture two = Architecture::lstm(16, 3, 5);
+  two.hidden.push_back(7);
+  CHECK_THROWS_WITH_AS(two.make_block(), doctest::Contains("hidden must be one size (the LSTM's), not 2"),
+                       InvalidArgument);
+  auto block = Architecture::lstm(16, 3, 5).make_block();
+  CHECK_THROWS_WITH_AS(block->output_shape(Shape{2, 4}), doctest::Contains("Steps[4, 4]"), InvalidArgument);
   std::filesystem::remove(file);
 }
 
