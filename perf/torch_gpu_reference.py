@@ -7,7 +7,9 @@ both); ndgc is not involved. What it times mirrors an ndgc benchmark:
   small-op   c = a + a on a 64x64 float32 array, synchronised every 256
              ops: bench_gpu's BM_SmallOpOverhead.
   mlp-epoch  one epoch of ndgc-train's model (784-128-64-10, ReLU, softmax
-             cross entropy, Adam 1e-3, batch 32, Fashion-MNIST, shuffled):
+             cross entropy, Adam 1e-3, batch 32, Fashion-MNIST, shuffled;
+             `--model cnn|lstm` for `ndgc-train --model cnn|lstm`'s models,
+             printed as cnn-epoch and lstm-epoch):
              the data stays on the host and each batch is copied over, as in
              `ndgc-train --device gpu`; the loss is read once per epoch, and
              each epoch ends with a pass over the 10,000 test images, as
@@ -56,9 +58,33 @@ def small_op(iterations):
     return (time.perf_counter() - start) / iterations * 1e9
 
 
-def model():
-    return torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64), torch.nn.ReLU(),
-                               torch.nn.Linear(64, 10)).cuda()
+class LastStep(torch.nn.Module):
+    """Rows of 784 as 28 steps of 28 features, an LSTM, the last step's output."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(28, hidden, batch_first=True)
+
+    def forward(self, x):
+        y, _ = self.lstm(x.reshape(-1, 28, 28))
+        return y[:, -1, :]
+
+
+def stage(cin, cout):
+    return [torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.BatchNorm2d(cout), torch.nn.ReLU(), torch.nn.MaxPool2d(2)]
+
+
+def model(name):
+    """The architectures of src/nn/architecture.cpp, on flat rows of 784."""
+    if name == "mlp":
+        layers = [torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64), torch.nn.ReLU(),
+                  torch.nn.Linear(64, 10)]
+    elif name == "cnn":
+        layers = [torch.nn.Unflatten(1, (1, 28, 28)), *stage(1, 32), *stage(32, 64), torch.nn.Flatten(),
+                  torch.nn.Dropout(0.25), torch.nn.Linear(64 * 7 * 7, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)]
+    else:
+        layers = [LastStep(128), torch.nn.Linear(128, 10)]
+    return torch.nn.Sequential(*layers).cuda()
 
 
 def evaluate(net, tx, ty, batch):
@@ -84,15 +110,17 @@ def time_epochs(net, x, tx, ty, batch, epochs, seed, train_batch, loss_total):
         for s in range(len(x) // batch):
             train_batch(order[s * batch:(s + 1) * batch])
         loss_total.item()
+        net.eval()
         accuracy = evaluate(net, tx, ty, batch)
+        net.train()
         times.append(time.perf_counter() - start)
     print(f"torch accuracy {accuracy:.4f}", flush=True)
     return times
 
 
-def epochs_eager(x, y, tx, ty, batch, epochs, seed):
+def epochs_eager(name, x, y, tx, ty, batch, epochs, seed):
     torch.manual_seed(seed)
-    net, loss_fn = model(), torch.nn.CrossEntropyLoss()
+    net, loss_fn = model(name), torch.nn.CrossEntropyLoss()
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     total = torch.zeros((), device="cuda")
 
@@ -108,9 +136,9 @@ def epochs_eager(x, y, tx, ty, batch, epochs, seed):
     return time_epochs(net, x, tx, ty, batch, epochs, seed, train_batch, total)
 
 
-def epochs_graph(x, y, tx, ty, batch, epochs, seed):
+def epochs_graph(name, x, y, tx, ty, batch, epochs, seed):
     torch.manual_seed(seed)
-    net, loss_fn = model(), torch.nn.CrossEntropyLoss()
+    net, loss_fn = model(name), torch.nn.CrossEntropyLoss()
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, capturable=True)
     static_x = torch.zeros(batch, 784, device="cuda")
     static_y = torch.zeros(batch, dtype=torch.long, device="cuda")
@@ -147,18 +175,22 @@ def main():
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--small-op-iterations", type=int, default=200000)
+    p.add_argument("--model", choices=("mlp", "cnn", "lstm"), default="mlp")
+    p.add_argument("--no-graph", action="store_true", help="eager epochs only")
     args = p.parse_args()
     print(f"torch version {torch.__version__} device {torch.cuda.get_device_name(0)}", flush=True)
-    print(f"torch small-op {small_op(args.small_op_iterations):.0f} ns/op", flush=True)
+    if args.small_op_iterations > 0:
+        print(f"torch small-op {small_op(args.small_op_iterations):.0f} ns/op", flush=True)
     images = load_idx(find(args.data_dir, "train-images-idx3-ubyte")).reshape(-1, 784)
     labels = load_idx(find(args.data_dir, "train-labels-idx1-ubyte"))
     x = torch.from_numpy(images.astype(np.float32) / 255.0)
     y = torch.from_numpy(labels.astype(np.int64))
     tx = torch.from_numpy(load_idx(find(args.data_dir, "t10k-images-idx3-ubyte")).reshape(-1, 784).astype(np.float32) / 255.0)
     ty = torch.from_numpy(load_idx(find(args.data_dir, "t10k-labels-idx1-ubyte")).astype(np.int64))
-    for name, run in (("eager", epochs_eager), ("cuda-graph", epochs_graph)):
-        times = run(x, y, tx, ty, args.batch_size, args.epochs, 1)
-        print(f"torch mlp-epoch-{name} " + " ".join(f"{t:.3f}" for t in times) + " s", flush=True)
+    runs = (("eager", epochs_eager),) if args.no_graph else (("eager", epochs_eager), ("cuda-graph", epochs_graph))
+    for name, run in runs:
+        times = run(args.model, x, y, tx, ty, args.batch_size, args.epochs, 1)
+        print(f"torch {args.model}-epoch-{name} " + " ".join(f"{t:.3f}" for t in times) + " s", flush=True)
 
 
 if __name__ == "__main__":

@@ -204,6 +204,17 @@ class WriteCountingEngine final : public Engine {
     CountsAsGpuWrite w;
     target()->batch_norm_backward(x, mean, var, gamma, g, eps, training, dx, dgamma, dbeta);
   }
+  void lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
+                 const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->lstm_cell(input_gates, hidden_gates, c, out);
+  }
+  void lstm_cell_backward(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
+                          const TensorView& g, const TensorView& d_input_gates, const TensorView& d_hidden_gates,
+                          const TensorView& dc) override {
+    CountsAsGpuWrite w;
+    target()->lstm_cell_backward(input_gates, hidden_gates, c, g, d_input_gates, d_hidden_gates, dc);
+  }
 };
 
 WriteCountingEngine g_counting;

@@ -102,6 +102,11 @@ TEST_CASE("an lstm model file: rows as steps, the last step's output, the same p
                        InvalidArgument);
   auto block = Architecture::lstm(16, 3, 5).make_block();
   CHECK_THROWS_WITH_AS(block->output_shape(Shape{2, 4}), doctest::Contains("Steps[4, 4]"), InvalidArgument);
+  // LastStep (child 2) takes the LSTM's [B, T, H] only.
+  const nn::Block& last = *block->children().at(2).second;
+  CHECK(last.output_shape(Shape{2, 4, 5}) == Shape{2, 5});
+  CHECK_THROWS_WITH_AS(last.output_shape(Shape{2, 5}), doctest::Contains("LastStep: the input must be [B, T, H], not (2, 5)"),
+                       InvalidArgument);
   std::filesystem::remove(file);
 }
 

@@ -126,6 +126,13 @@ class LayerRecordingEngine final : public RecordingEngine {
                            const TensorView&) override {
     calls.push_back("batch_norm_backward");
   }
+  void lstm_cell(const TensorView&, const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("lstm_cell");
+  }
+  void lstm_cell_backward(const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                          const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("lstm_cell_backward");
+  }
 };
 
 // Every Engine call, each made once on `e`; returns the bool calls' results.
@@ -246,9 +253,12 @@ TEST_CASE("gpu writes: the layer kernels are forwarded too, each advancing the e
   e.batch_norm_stats(v, v, v);
   e.batch_norm(v, v, v, v, v, 1e-5, v);
   e.batch_norm_backward(v, v, v, v, v, 1e-5, true, v, v, v);
+  e.lstm_cell(v, v, v, v);
+  e.lstm_cell_backward(v, v, v, v, v, v, v);
   CHECK(recorder.calls ==
         std::vector<std::string>{"im2col", "col2im", "pool2d", "pool2d_backward", "gelu", "gelu_backward", "dropout",
                                  "embedding", "embedding_backward", "layer_norm", "layer_norm_backward",
-                                 "batch_norm_stats", "batch_norm", "batch_norm_backward"});
-  CHECK(ops::gpu_write_epoch() == before + 14);
+                                 "batch_norm_stats", "batch_norm", "batch_norm_backward", "lstm_cell",
+                                 "lstm_cell_backward"});
+  CHECK(ops::gpu_write_epoch() == before + 16);
 }
