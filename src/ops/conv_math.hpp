@@ -164,6 +164,38 @@ NDGC_HD inline std::int64_t max_position(const T* x, std::int64_t sh, std::int64
   return best;
 }
 
+// max_position for a window that holds no padding, as an element offset from
+// its top-left input (x points there; strides sh, sw): the same tap, first
+// NaN else first maximum, with no bounds checks. When the plane's rows are
+// contiguous (sw = 1, sh = W) the offset is also the flat position's offset.
+template <class T>
+NDGC_HD inline std::int64_t inner_max_offset(const T* x, std::int64_t sh, std::int64_t sw,
+                                             const Window2d& w) noexcept {
+  std::int64_t best = 0;
+  T value = x[0];
+  if (value != value) return 0;
+  const std::int64_t step_y = w.dilation[0] * sh, step_x = w.dilation[1] * sw;
+  for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky)
+    for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+      const std::int64_t at = ky * step_y + kx * step_x;
+      const T v = x[at];
+      if (v != v) return at;
+      if (v > value) best = at, value = v;
+    }
+  return best;
+}
+
+// window_sum for a window that holds no padding (x at its top-left input):
+// the same additions in the same order.
+template <class T>
+NDGC_HD inline T inner_window_sum(const T* x, std::int64_t sh, std::int64_t sw, const Window2d& w) noexcept {
+  T s = T(0);
+  const std::int64_t step_y = w.dilation[0] * sh, step_x = w.dilation[1] * sw;
+  for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky)
+    for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) s += x[ky * step_y + kx * step_x];
+  return s;
+}
+
 // The sum of a window's input elements (padding adds zeros).
 template <class T>
 NDGC_HD inline T window_sum(const T* x, std::int64_t sh, std::int64_t sw, std::int64_t h, std::int64_t wd,

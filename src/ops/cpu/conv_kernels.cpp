@@ -53,6 +53,10 @@ void CpuEngine::col2im(const TensorView& col, const Window2d& w, const TensorVie
 void CpuEngine::pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out) {
   const std::int64_t c = x.shape[1], h = x.shape[2], wd = x.shape[3], oh = out.shape[2], ow = out.shape[3];
   const std::int64_t planes = x.shape[0] * c, taps = w.kernel[0] * w.kernel[1];
+  const std::int64_t sh = x.strides[2], sw = x.strides[3];
+  // Without padding every window lies inside the input (conv::out_size), so
+  // the inner_ functions serve them without bounds checks.
+  const bool inner = w.padding[0] == 0 && w.padding[1] == 0;
   floating(x.dtype, "pool2d", [&](auto tag) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x.data);
@@ -63,11 +67,15 @@ void CpuEngine::pool2d(bool max, const TensorView& x, const Window2d& w, const T
         T* dst = o + p * oh * ow;
         for (std::int64_t oy = 0; oy < oh; ++oy)
           for (std::int64_t ox = 0; ox < ow; ++ox) {
-            if (max) {
-              const std::int64_t at = conv::max_position(plane, x.strides[2], x.strides[3], h, wd, w, oy, ox);
-              dst[oy * ow + ox] = plane[at / wd * x.strides[2] + at % wd * x.strides[3]];
+            T& r = dst[oy * ow + ox];
+            if (inner) {
+              const T* win = plane + oy * w.stride[0] * sh + ox * w.stride[1] * sw;
+              r = max ? win[conv::inner_max_offset(win, sh, sw, w)] : conv::inner_window_sum(win, sh, sw, w) / T(taps);
+            } else if (max) {
+              const std::int64_t at = conv::max_position(plane, sh, sw, h, wd, w, oy, ox);
+              r = plane[at / wd * sh + at % wd * sw];
             } else {
-              dst[oy * ow + ox] = conv::window_sum(plane, x.strides[2], x.strides[3], h, wd, w, oy, ox) / T(taps);
+              r = conv::window_sum(plane, sh, sw, h, wd, w, oy, ox) / T(taps);
             }
           }
       }
@@ -81,6 +89,8 @@ void CpuEngine::pool2d_backward(bool max, const TensorView& x, const TensorView&
   const std::int64_t planes = x.shape[0] * c, taps = w.kernel[0] * w.kernel[1];
   std::optional<Scratch> keep;
   const TensorView& gc = contiguous_or_copy(g, keep);
+  // No padding and contiguous rows: a window's offsets in x are its offsets in dx.
+  const bool rows_inner = w.padding[0] == 0 && w.padding[1] == 0 && x.strides[3] == 1 && x.strides[2] == wd;
   floating(x.dtype, "pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x.data);
@@ -95,6 +105,11 @@ void CpuEngine::pool2d_backward(bool max, const TensorView& x, const TensorView&
         for (std::int64_t oy = 0; oy < oh; ++oy)
           for (std::int64_t ox = 0; ox < ow; ++ox) {
             const T gv = gp[oy * ow + ox];
+            if (max && rows_inner) {
+              const std::int64_t start = oy * w.stride[0] * wd + ox * w.stride[1];
+              dp[start + conv::inner_max_offset(plane + start, wd, 1, w)] += gv;
+              continue;
+            }
             if (max) {
               dp[conv::max_position(plane, x.strides[2], x.strides[3], h, wd, w, oy, ox)] += gv;
               continue;

@@ -290,7 +290,15 @@ bool CpuEngine::relu_backward(const TensorView& x, const TensorView& g, const Te
         const T* px = reinterpret_cast<const T*>(p[1]);
         const T* pg = reinterpret_cast<const T*>(p[2]);
         if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
-          Vec<T>(o, n) = (CVec<T>(px, n) > T(0)).select(CVec<T>(pg, n), T(0));
+          // Eigen 3.4's select() is a scalar loop with a branch per element,
+          // which mispredicts on about half of a ReLU's inputs; both loads
+          // first let `omp simd` make it a vector blend (this file is built
+          // with -fopenmp-simd).
+#pragma omp simd
+          for (std::int64_t i = 0; i < n; ++i) {
+            const T xv = px[i], gv = pg[i];
+            o[i] = xv > T(0) ? gv : T(0);
+          }
           return;
         }
         for (std::int64_t i = 0; i < n; ++i) o[i * s[0]] = px[i * s[1]] > T(0) ? pg[i * s[2]] : T(0);

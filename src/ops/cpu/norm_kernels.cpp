@@ -4,6 +4,9 @@
 // accumulated in double whatever the dtype. Each reduction runs whole inside
 // one piece of a parallel_for (a row of layer_norm, a channel of
 // batch_norm), in a fixed order, so results are the same bits for any split.
+// batch_norm's channel sums (hundreds of thousands of values) run in Lanes:
+// eight interleaved partial sums, so the additions are independent rather
+// than one chain of 4-cycle dependent adds.
 // Parameter vectors ([D] or [C]) may be strided views; x, g and the outputs
 // are contiguous (the ops layer and autograd see to it).
 #include <cmath>
@@ -21,6 +24,23 @@ struct Vec {  // a 1-D parameter view, maybe strided, maybe absent (null data)
   std::int64_t stride;
   explicit Vec(const TensorView& v) : data(static_cast<const T*>(v.data)), stride(v.rank ? v.strides[0] : 0) {}
   T operator[](std::int64_t i) const { return data[i * stride]; }
+};
+
+// Sums of a channel's values: element j of each plane row goes to partial
+// sum j % 8, and total() adds the eight in a fixed tree, so the order is a
+// function of the shape alone.
+struct Lanes {
+  static constexpr int kLanes = 8;
+  double v[kLanes] = {};
+  // Adds f(j) for j in [0, s).
+  template <class F>
+  void add_row(std::int64_t s, F&& f) {
+    std::int64_t j = 0;
+    for (; j + kLanes <= s; j += kLanes)
+      for (int k = 0; k < kLanes; ++k) v[k] += f(j + k);
+    for (int k = 0; j < s; ++j, ++k) v[k] += f(j);
+  }
+  double total() const { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
 };
 
 template <class T>
@@ -116,18 +136,22 @@ void CpuEngine::batch_norm_stats(const TensorView& x, const TensorView& mean, co
     T* vo = static_cast<T*>(var.data);
     support::parallel_for(c, grain_for(2 * n * s), [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t ch = lo; ch < hi; ++ch) {
-        double sum = 0;
-        for (std::int64_t i = 0; i < n; ++i)
-          for (std::int64_t j = 0; j < s; ++j) sum += double(in[(i * c + ch) * s + j]);
-        const double m = n * s > 0 ? sum / double(n * s) : 0;
-        double v = 0;
-        for (std::int64_t i = 0; i < n; ++i)
-          for (std::int64_t j = 0; j < s; ++j) {
-            const double dev = double(in[(i * c + ch) * s + j]) - m;
-            v += dev * dev;
-          }
+        Lanes sum;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const T* row = in + (i * c + ch) * s;
+          sum.add_row(s, [row](std::int64_t j) { return double(row[j]); });
+        }
+        const double m = n * s > 0 ? sum.total() / double(n * s) : 0;
+        Lanes squares;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const T* row = in + (i * c + ch) * s;
+          squares.add_row(s, [row, m](std::int64_t j) {
+            const double dev = double(row[j]) - m;
+            return dev * dev;
+          });
+        }
         mo[ch * mean.strides[0]] = T(m);
-        vo[ch * var.strides[0]] = T(n * s > 0 ? v / double(n * s) : 0);
+        vo[ch * var.strides[0]] = T(n * s > 0 ? squares.total() / double(n * s) : 0);
       }
     });
   });
@@ -171,13 +195,14 @@ void CpuEngine::batch_norm_backward(const TensorView& x, const TensorView& mean,
     support::parallel_for(c, grain_for(3 * n * s), [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t ch = lo; ch < hi; ++ch) {
         const double m = double(mv[ch]), rstd = 1.0 / std::sqrt(double(vv[ch]) + eps);
-        double sg = 0, sgx = 0;
-        for (std::int64_t i = 0; i < n; ++i)
-          for (std::int64_t j = 0; j < s; ++j) {
-            const std::int64_t at = (i * c + ch) * s + j;
-            sg += double(gin[at]);
-            sgx += double(gin[at]) * (double(in[at]) - m) * rstd;
-          }
+        Lanes lg, lgx;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const T* grow = gin + (i * c + ch) * s;
+          const T* xrow = in + (i * c + ch) * s;
+          lg.add_row(s, [grow](std::int64_t j) { return double(grow[j]); });
+          lgx.add_row(s, [grow, xrow, m, rstd](std::int64_t j) { return double(grow[j]) * (double(xrow[j]) - m) * rstd; });
+        }
+        const double sg = lg.total(), sgx = lgx.total();
         if (dg) dg[ch] = T(sgx);
         if (db) db[ch] = T(sg);
         if (!d) continue;
