@@ -14,6 +14,8 @@
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
 
+#include "steady_malloc.hpp"
+
 #if NDGC_HAVE_TORCH
 #include <torch/torch.h>
 #endif
