@@ -98,6 +98,7 @@ void CudaEngine::random_uniform(const TensorView& out, double low, double high, 
                                 std::uint64_t offset) {
   if (out.size() == 0) return;
   On on(out);
+  refuse_draw_while_capturing(on.device, "random_uniform");
   kernels::random_uniform(out, low, high, seed, offset, on.stream);
 }
 
@@ -105,6 +106,7 @@ void CudaEngine::random_normal(const TensorView& out, double mean, double stddev
                                std::uint64_t offset) {
   if (out.size() == 0) return;
   On on(out);
+  refuse_draw_while_capturing(on.device, "random_normal");
   kernels::random_normal(out, mean, stddev, seed, offset, on.stream);
 }
 

@@ -1,9 +1,13 @@
 // Helpers of the CUDA engine's entry points (cuda_engine.cpp,
 // cuda_engine_layers.cpp): the device of a view made current with its
-// stream, and a contiguous view of another view's shape.
+// stream, a contiguous view of another view's shape, and what a device
+// graph's capture refuses.
 #pragma once
 
+#include <fmt/format.h>
+
 #include "cuda_context.hpp"
+#include "ndgc/error.hpp"
 #include "ops/engine.hpp"
 
 namespace ndgc::cuda {
@@ -17,6 +21,16 @@ struct On {
     stream = cuda::stream(device);
   }
 };
+
+// A draw from the random stream takes its position (seed, offset) from the
+// host, so a captured draw would repeat the same numbers on every replay:
+// InvalidArgument naming `what` while this thread captures on `device`.
+inline void refuse_draw_while_capturing(int device, const char* what) {
+  if (capturing(device))
+    throw InvalidArgument(fmt::format("{} on gpu({}) while this thread captures a device graph: every replay would "
+                                      "draw the same random numbers; draw outside the capture",
+                                      what, device));
+}
 
 // `v`'s shape, contiguous, at `data` with `dtype`.
 inline ops::TensorView contiguous_like(const ops::TensorView& v, void* data, DataType dtype) {

@@ -17,8 +17,11 @@
 //     count) is frozen in the graph; Trainer's cuda_graph mode and
 //     Optimizer::set_capturable() keep such values in device memory;
 //   - during the capture nothing reads an array on the host or copies to or
-//     from it (item, to_vector, to_device(cpu()) throw InvalidArgument), and
-//     no other thread may use the device.
+//     from it (item, to_vector, to_device(cpu()) throw InvalidArgument),
+//     nothing draws random numbers (random_uniform, random_normal and
+//     training-mode dropout throw InvalidArgument: the stream's position is
+//     the host's, so every replay would repeat one draw), and no other
+//     thread may use the device.
 // Memory: arrays made during the capture take their memory from a pool kept
 // for the graph, so nothing allocated between replays can overlap what a
 // replay writes; the pool goes back to the device's cache when the graph is

@@ -58,6 +58,24 @@ TEST_CASE("host reads inside a CUDA graph's capture throw InvalidArgument; the d
   CHECK(y.to_vector<float>() == std::vector<float>{2, 2, 2, 2});
 }
 
+TEST_CASE("random draws and dropout inside a CUDA graph's capture throw InvalidArgument: a replay would repeat them") {
+  NDManager g = NDManager::new_base_manager("graph draws", Device::gpu(0));
+  NDArray x = g.ones({64});
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)dropout(x, 0.5, true); }),
+                       doctest::Contains("dropout on gpu(0) while this thread captures a device graph"),
+                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)g.random_uniform({8}); }),
+                       doctest::Contains("random_uniform on gpu(0) while this thread captures"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)g.random_normal({8}); }),
+                       doctest::Contains("random_normal on gpu(0) while this thread captures"), InvalidArgument);
+  // Evaluation-mode dropout draws nothing and is captured; the device stays usable.
+  NDArray y;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] { y = dropout(x, 0.5, false).add(x); });
+  graph.replay();
+  CHECK(y.sum().item<float>() == 128);
+  CHECK(dropout(x, 0.5, true).size() == 64);
+}
+
 TEST_CASE("training steps replayed from a CUDA graph reach the eager steps' parameters and history") {
   training::TrainingConfig c = test::toy_config();
   const test::ToyRun eager = test::fit_toy_problem(Device::gpu(0), 100, 3, c);
