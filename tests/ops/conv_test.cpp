@@ -1,6 +1,7 @@
 // conv2d (src/ops/conv.cpp): values by hand and against a direct loop over
 // the definition, every parameter, views and float32; each error path.
 #include "ops_test_util.hpp"
+#include "test_util.hpp"
 
 namespace ops_test {
 namespace {
@@ -107,6 +108,32 @@ TEST_CASE("conv2d: views as inputs") {
   CHECK_FALSE(xs.is_contiguous());
   CHECK_FALSE(ws.is_contiguous());
   check_values(conv2d(xs, ws, bs, k.stride, k.padding), want, 1e-12);
+}
+
+TEST_CASE("conv2d: each image of a batch gets the bits it gets alone, at 1 and 2 threads, on a strided batch axis") {
+  NDManager m = fresh();
+  // Every other image of a larger batch, so the batch axis is strided.
+  const ConvCase k{{6, 8, 32, 32}, {16, 8, 3, 3}, {1, 1}, {1, 1}};
+  const auto xv = ramp(2 * k.x.size(), 0.01, 0.3), wv = ramp(k.w.size(), 0.02, 0.1), bv = ramp(16, 0.1, 0.0);
+  NDArray all = m.create(std::vector<float>(xv.begin(), xv.end()), Shape{12, 8, 32, 32});
+  NDArray x = all.get("::2");
+  NDArray w = m.create(std::vector<float>(wv.begin(), wv.end()), k.w);
+  NDArray b = m.create(std::vector<float>(bv.begin(), bv.end()), Shape{16});
+  for (int threads : {1, 2}) {
+    test::Threads t(threads);
+    NDArray y = conv2d(x, w, b, k.stride, k.padding);
+    for (std::int64_t i = 0; i < 6; ++i) {
+      CAPTURE(i);
+      const NDIndex image = NDIndex().add_slice(i, i + 1);
+      CHECK(bits(y.get(image).contiguous()) == bits(conv2d(x.get(image), w, b, k.stride, k.padding)));
+    }
+    auto doubles = [](const NDArray& a) {
+      const std::vector<float> f = a.contiguous().to_vector<float>();
+      return std::vector<double>(f.begin(), f.end());
+    };
+    Shape out;
+    check_values(y, ref_conv(doubles(x), doubles(w), doubles(b), k, out), 1e-3);
+  }
 }
 
 TEST_CASE("conv2d: makes one array, and a failed call none") {
