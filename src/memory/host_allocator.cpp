@@ -16,12 +16,19 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+
 #include "memory/allocator.hpp"
 #include "memory/block_cache.hpp"
 #include "support/options.hpp"
 
-// Exact allocations: gcc says __SANITIZE_*__, clang __has_feature; a
-// Valgrind build passes -DNDGC_EXACT_ALLOCATIONS=1 (tools/check-valgrind).
+// Exact allocations (no block cache, so a checker sees every buffer's bounds
+// and every free): in sanitizer builds (gcc says __SANITIZE_*__, clang
+// __has_feature), with -DNDGC_EXACT_ALLOCATIONS=1, and in any build that runs
+// under Valgrind (RUNNING_ON_VALGRIND, asked once; it costs a few no-op
+// instructions outside Valgrind).
 #ifndef NDGC_EXACT_ALLOCATIONS
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define NDGC_EXACT_ALLOCATIONS 1
@@ -53,9 +60,7 @@ class HostAllocator final : public DeviceAllocator {
 
  protected:
   void* raw_allocate(std::size_t bytes) noexcept override {
-#if NDGC_EXACT_ALLOCATIONS
-    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-#else
+    if (exact_) return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
     std::uint8_t size_class;
     auto* raw = static_cast<unsigned char*>(cache_allocate(bytes + kAlignment, size_class));
     if (!raw) return nullptr;
@@ -66,15 +71,11 @@ class HostAllocator final : public DeviceAllocator {
     aligned[-1] = static_cast<unsigned char>(offset);
     aligned[-2] = size_class;
     return aligned;
-#endif
   }
   void raw_deallocate(void* ptr, std::size_t) noexcept override {
-#if NDGC_EXACT_ALLOCATIONS
-    std::free(ptr);
-#else
+    if (exact_) return std::free(ptr);
     auto* aligned = static_cast<unsigned char*>(ptr);
     cache_free(aligned - aligned[-1], aligned[-2]);
-#endif
   }
 
   // memory::empty_cache(Device::cpu()) and the OOM ladder: this thread's cached blocks.
@@ -90,6 +91,14 @@ class HostAllocator final : public DeviceAllocator {
   }
 
  private:
+  static bool exact() noexcept {
+#ifdef RUNNING_ON_VALGRIND
+    if (RUNNING_ON_VALGRIND) return true;
+#endif
+    return NDGC_EXACT_ALLOCATIONS != 0;
+  }
+
+  const bool exact_ = exact();
   std::atomic<std::uint64_t> since_check_{0};
 };
 
