@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ops/conv_math.hpp"
@@ -48,6 +50,43 @@ TEST_CASE("conv_math: the padding never holds a window's maximum; the first maxi
   all.kernel[0] = all.kernel[1] = 2;
   CHECK(conv::max_position(x, 2, 1, 2, 2, all, 0, 0) == 1);  // a tie: the first
   CHECK(conv::window_sum(x, 2, 1, 2, 2, w, 1, 1) == -7);
+}
+
+TEST_CASE("conv_math: an unpadded window's inner_max_offset and inner_window_sum are max_position's and window_sum's") {
+  // A 5x6 plane stored with row stride 8 (a view), values with ties and NaNs.
+  const std::int64_t h = 5, wd = 6, sh = 8;
+  std::vector<double> x(std::size_t(h * sh), 99);
+  for (std::int64_t y = 0; y < h; ++y)
+    for (std::int64_t z = 0; z < wd; ++z) x[std::size_t(y * sh + z)] = double((y * 7 + z * 3) % 5);
+  x[std::size_t(2 * sh + 3)] = std::nan("");
+  x[std::size_t(4 * sh + 1)] = std::nan("");
+  x[std::size_t(4 * sh + 2)] = std::nan("");
+  int checked = 0;
+  for (std::int64_t ky : {1, 2, 3})
+    for (std::int64_t dy : {1, 2})
+      for (std::int64_t sy : {1, 2}) {
+        Window2d w;
+        w.kernel[0] = ky, w.kernel[1] = 4 - ky, w.dilation[0] = dy, w.dilation[1] = 3 - dy, w.stride[0] = sy,
+        w.stride[1] = 3 - sy;
+        const std::int64_t oh = conv::out_size(h, w.kernel[0], w.stride[0], 0, w.dilation[0]);
+        const std::int64_t ow = conv::out_size(wd, w.kernel[1], w.stride[1], 0, w.dilation[1]);
+        for (std::int64_t oy = 0; oy < oh; ++oy)
+          for (std::int64_t ox = 0; ox < ow; ++ox) {
+            CAPTURE(ky);
+            CAPTURE(dy);
+            CAPTURE(sy);
+            CAPTURE(oy);
+            CAPTURE(ox);
+            const std::int64_t start = oy * w.stride[0] * sh + ox * w.stride[1];
+            const std::int64_t at = conv::max_position(x.data(), sh, 1, h, wd, w, oy, ox);
+            CHECK(start + conv::inner_max_offset(x.data() + start, sh, 1, w) == at / wd * sh + at % wd);
+            const double want = conv::window_sum(x.data(), sh, 1, h, wd, w, oy, ox);
+            const double got = conv::inner_window_sum(x.data() + start, sh, 1, w);
+            CHECK(std::memcmp(&got, &want, sizeof got) == 0);
+            ++checked;
+          }
+      }
+  CHECK(checked == 98);  // every window of the 12 shapes was compared
 }
 
 namespace {
