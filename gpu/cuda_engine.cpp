@@ -35,14 +35,6 @@ bool fusable(std::initializer_list<const TensorView*> views) {
   return true;
 }
 
-// A host transfer cannot be captured: Engine's contract.
-void refuse_while_capturing(int device, const char* what) {
-  if (capturing(device))
-    throw InvalidArgument(fmt::format("{} on gpu({}) while this thread captures a device graph: a replay could not "
-                                      "repeat the host's side; copy before the capture or after a replay",
-                                      what, device));
-}
-
 // A captured graph, instantiated; replays queue on the device's stream.
 class CudaGraph final : public ops::CapturedGraph {
  public:
@@ -98,7 +90,7 @@ void CudaEngine::random_uniform(const TensorView& out, double low, double high, 
                                 std::uint64_t offset) {
   if (out.size() == 0) return;
   On on(out);
-  refuse_draw_while_capturing(on.device, "random_uniform");
+  refuse_while_capturing(on.device, "random_uniform", kDrawInCapture);
   kernels::random_uniform(out, low, high, seed, offset, on.stream);
 }
 
@@ -106,7 +98,7 @@ void CudaEngine::random_normal(const TensorView& out, double mean, double stddev
                                std::uint64_t offset) {
   if (out.size() == 0) return;
   On on(out);
-  refuse_draw_while_capturing(on.device, "random_normal");
+  refuse_while_capturing(on.device, "random_normal", kDrawInCapture);
   kernels::random_normal(out, mean, stddev, seed, offset, on.stream);
 }
 
@@ -206,7 +198,7 @@ void CudaEngine::to_host(const TensorView& in, const TensorView& host_out) {
   const std::int64_t n = in.size();
   if (n == 0) return;
   On on(in);
-  refuse_while_capturing(on.device, "a copy to the host");
+  refuse_while_capturing(on.device, "a copy to the host", kHostSideInCapture);
   const std::size_t bytes = std::size_t(n) * size_of(in.dtype);
   std::unique_ptr<DeviceScratch> packed;
   const void* source = in.data;
@@ -225,7 +217,7 @@ void CudaEngine::from_host(const TensorView& host_in, const TensorView& out) {
   const std::int64_t n = out.size();
   if (n == 0) return;
   On on(out);
-  refuse_while_capturing(on.device, "a copy from the host");
+  refuse_while_capturing(on.device, "a copy from the host", kHostSideInCapture);
   const std::size_t bytes = std::size_t(n) * size_of(out.dtype);
   void* stage = staging(on.device, bytes);  // waits for this thread's previous copy out of it
   ops::cpu::cpu_engine().copy(host_in, contiguous_like(out, stage, out.dtype));

@@ -136,7 +136,7 @@ void CudaEngine::dropout(const TensorView& x, double p, std::uint64_t seed, std:
   check_floating(x.dtype, "dropout");
   if (out.size() == 0) return;
   On on(out);
-  refuse_draw_while_capturing(on.device, "dropout");
+  refuse_while_capturing(on.device, "dropout", kDrawInCapture);
   kernels::dropout(x, p, seed, offset, out, on.stream);
 }
 

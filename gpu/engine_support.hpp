@@ -22,14 +22,18 @@ struct On {
   }
 };
 
-// A draw from the random stream takes its position (seed, offset) from the
-// host, so a captured draw would repeat the same numbers on every replay:
-// InvalidArgument naming `what` while this thread captures on `device`.
-inline void refuse_draw_while_capturing(int device, const char* what) {
+// What a device graph's capture cannot hold (Engine's contract): a host
+// transfer, whose host side a replay would not repeat, and a draw from the
+// random stream, whose position (seed, offset) the host chose once.
+inline constexpr const char* kHostSideInCapture =
+    "a replay could not repeat the host's side; copy before the capture or after a replay";
+inline constexpr const char* kDrawInCapture =
+    "every replay would draw the same random numbers; draw outside the capture";
+
+// InvalidArgument naming `what` and `why` while this thread captures on `device`.
+inline void refuse_while_capturing(int device, const char* what, const char* why) {
   if (capturing(device))
-    throw InvalidArgument(fmt::format("{} on gpu({}) while this thread captures a device graph: every replay would "
-                                      "draw the same random numbers; draw outside the capture",
-                                      what, device));
+    throw InvalidArgument(fmt::format("{} on gpu({}) while this thread captures a device graph: {}", what, device, why));
 }
 
 // `v`'s shape, contiguous, at `data` with `dtype`.
