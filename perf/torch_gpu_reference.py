@@ -176,7 +176,6 @@ def main():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--small-op-iterations", type=int, default=200000)
     p.add_argument("--model", choices=("mlp", "cnn", "lstm"), default="mlp")
-    p.add_argument("--no-graph", action="store_true", help="eager epochs only")
     args = p.parse_args()
     print(f"torch version {torch.__version__} device {torch.cuda.get_device_name(0)}", flush=True)
     if args.small_op_iterations > 0:
@@ -187,8 +186,7 @@ def main():
     y = torch.from_numpy(labels.astype(np.int64))
     tx = torch.from_numpy(load_idx(find(args.data_dir, "t10k-images-idx3-ubyte")).reshape(-1, 784).astype(np.float32) / 255.0)
     ty = torch.from_numpy(load_idx(find(args.data_dir, "t10k-labels-idx1-ubyte")).astype(np.int64))
-    runs = (("eager", epochs_eager),) if args.no_graph else (("eager", epochs_eager), ("cuda-graph", epochs_graph))
-    for name, run in runs:
+    for name, run in (("eager", epochs_eager), ("cuda-graph", epochs_graph)):
         times = run(args.model, x, y, tx, ty, args.batch_size, args.epochs, 1)
         print(f"torch {args.model}-epoch-{name} " + " ".join(f"{t:.3f}" for t in times) + " s", flush=True)
 
