@@ -88,12 +88,13 @@ class NDList {
   std::size_t nbytes() const;
 
  private:
-  // Note [Inline handles]: a layer's output list holds one or two handles,
-  // and a training step makes several lists; kept inline they cost no heap
-  // allocation (issue 16 counts them). A third handle moves all of them to
+  // Note [Inline handles]: a layer's output list holds one to three handles
+  // (an LSTM's {y, h, c}; a one-layer LSTM's weights), and a training step
+  // makes several lists; kept inline they cost no heap allocation (issue 16
+  // counts them). A fourth handle moves all of them to
   // heap_ (operator new, so the trace detector scans it), which serves the
   // list from then on, also after clear().
-  static constexpr std::size_t kInline = 2;
+  static constexpr std::size_t kInline = 3;
   NDArray* data() noexcept { return spilled_ ? heap_.data() : inline_; }
   const NDArray* data() const noexcept { return spilled_ ? heap_.data() : inline_; }
   void spill() {

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/registry.hpp"
+#include "ops/lstm_sequence.hpp"
 #include "ops/op_support.hpp"
 
 namespace ndgc::autograd::detail {
@@ -210,6 +211,69 @@ void lstm_cell_rule(LayerRule& r) {
   if (r.needs(2)) r.out[2] = std::move(dc);
 }
 
+// out += a × b: the engine's fused kernel where it has one, else a product
+// into `tmp` (made on first use, shaped like out) and an add.
+void matmul_into(ops::Engine& e, const TensorView& a, const TensorView& b, const TensorView& out, Scratch& tmp,
+                 Device d) {
+  if (e.matmul_add(a, b, out)) return;
+  if (!tmp) tmp = Scratch(shape_of(out), out.dtype, d);
+  e.matmul(a, b, tmp.view());
+  e.binary(Binary::add, out, tmp.view(), out);
+}
+
+// Note [One array for a layer's sequence] in ops/lstm_sequence.hpp,
+// backwards. g, the sequence's gradient [T, 6, B, H], is consumed: walking
+// from the last step down, rows 0 and 1 of step t hold {dh_t, dc_t} once
+// step t + 1 has added what it carries into them; the fused cell's backward
+// writes the gate gradient dA_t over rows 2 to 5 and dc_{t-1}; then
+// dP[:, t] = dA_t, dW_hh += h_{t-1}ᵀ dA_t and dh_{t-1} += dA_t W_hhᵀ. Step 0
+// writes into the initial state's gradient, or nowhere without one.
+void lstm_layer_rule(LayerRule& r) {
+  Pinned pp = r.input(0), pw = r.input(1), pseq(r.node.output, "backward");
+  std::optional<Pinned> ps;
+  if (r.node.size() > 2) ps.emplace(r.input(2));
+  const ops::lstm::Sequence s{pp->shape[0], pp->shape[1], pw->shape[0]};
+  const DataType dt = pp->dtype;
+  const bool need_state = r.needs(2);
+  if (pseq->shape.size() == 0) {
+    if (r.needs(0)) r.out[0] = full(pp->shape, dt, r.d, 0);
+    if (r.needs(1)) r.out[1] = full(pw->shape, dt, r.d, 0);
+    if (need_state) r.out[2] = full((*ps)->shape, dt, r.d, 0);
+    return;
+  }
+  Scratch dp, dw, ds, dc, tmp_h, tmp_w;
+  if (r.needs(0)) dp = Scratch(pp->shape, dt, r.d);
+  if (r.needs(1)) dw = full(pw->shape, dt, r.d, 0);
+  if (need_state) ds = Scratch((*ps)->shape, dt, r.d);
+  dc = Scratch(Shape{s.batch, s.hidden}, dt, r.d);
+  ops::Engine& e = r.engine();
+  const TensorView g = r.g.view(), seq = view(pseq), p = view(pp), wt = swap_last(view(pw));
+  for (std::int64_t t = s.steps - 1; t >= 0; --t) {
+    const TensorView gates = s.hidden_gates(seq, t), da = s.hidden_gates(g, t);
+    TensorView c_prev, h_prev{}, dh_prev{}, dc_prev{};
+    if (t > 0) {
+      c_prev = s.c(seq, t - 1), h_prev = s.h(seq, t - 1), dh_prev = s.h(g, t - 1), dc_prev = s.c(g, t - 1);
+    } else if (ps) {
+      const TensorView s0 = view(*ps);
+      c_prev = s.initial(s0, 1), h_prev = s.initial(s0, 0);
+      if (need_state) dh_prev = s.initial(ds.view(), 0), dc_prev = s.initial(ds.view(), 1);
+    } else {
+      c_prev = s.leading_state(gates);  // zeros
+    }
+    // Step 0 writes the initial state's fresh gradient; later steps add into the carried one.
+    e.lstm_cell_backward(s.input_gates(p, t), gates, c_prev, s.state(g, t), TensorView{}, da,
+                         t > 0 ? dc.view() : dc_prev);
+    if (t > 0) e.binary(Binary::add, dc_prev, dc.view(), dc_prev);
+    if (r.needs(0)) e.copy(da, s.input_gates(dp.view(), t));
+    if (r.needs(1) && h_prev.data) matmul_into(e, swap_last(h_prev), da, dw.view(), tmp_w, r.d);
+    if (t > 0) matmul_into(e, da, wt, dh_prev, tmp_h, r.d);
+    else if (dh_prev.data) e.matmul(da, wt, dh_prev);
+  }
+  if (r.needs(0)) r.out[0] = std::move(dp);
+  if (r.needs(1)) r.out[1] = std::move(dw);
+  if (need_state) r.out[2] = std::move(ds);
+}
+
 }  // namespace
 
 void layer_gradients(const Node& node, Scratch& g, std::vector<Scratch>& out) {
@@ -224,6 +288,7 @@ void layer_gradients(const Node& node, Scratch& g, std::vector<Scratch>& out) {
     case OpKind::layer_norm: layer_norm_rule(r); break;
     case OpKind::batch_norm: batch_norm_rule(r); break;
     case OpKind::lstm_cell: lstm_cell_rule(r); break;
+    case OpKind::lstm_layer: lstm_layer_rule(r); break;
     default: break;
   }
 }

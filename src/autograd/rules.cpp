@@ -352,9 +352,9 @@ void sparse_cross_entropy_rule(Rule& r) {
 
 void permute_rule(Rule& r) {
   Pinned px = r.input(0);
-  const std::vector<int>& perm = r.node.op.perm;
+  const ops::Permutation& perm = r.node.op.perm;
   int inverse[kMaxRank] = {};
-  for (std::size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = int(i);
+  for (int i = 0; i < perm.rank; ++i) inverse[perm.axes[std::size_t(i)]] = i;
   r.out[0] = copy(r.g.view().permuted(inverse), px->shape, r.g.dtype(), r.device());
 }
 
@@ -529,7 +529,8 @@ void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
     case OpKind::embedding:
     case OpKind::layer_norm:
     case OpKind::batch_norm:
-    case OpKind::lstm_cell: layer_gradients(node, r.g, out); break;
+    case OpKind::lstm_cell:
+    case OpKind::lstm_layer: layer_gradients(node, r.g, out); break;
   }
 }
 

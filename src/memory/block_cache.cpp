@@ -19,6 +19,9 @@ constexpr int kMinShift = 6;   // classes start above 64 B (Note [Host block cac
 constexpr int kMaxShift = 22;  // and end at 4 MiB
 constexpr int kClasses = (kMaxShift - kMinShift) * 4;
 constexpr int kDepth = 64;  // 4 sent three buffers of each MLP step to malloc, 8 most of an LSTM's
+// A class that has served no allocation over this many of the thread's
+// cached-size allocations (a few training steps) is stale (Note [Stale classes]).
+constexpr std::uint32_t kStaleAfter = 4096;
 
 std::size_t class_size(int c) noexcept {
   std::size_t base = std::size_t(1) << (kMinShift + c / 4);
@@ -37,6 +40,8 @@ std::uint8_t class_of(std::size_t bytes) noexcept {
 struct ThreadCache {
   void* blocks[kClasses][kDepth];
   std::uint8_t count[kClasses];
+  std::uint32_t last_used[kClasses];  // `clock` when the class last served or missed an allocation
+  std::uint32_t clock;                // counts this thread's allocations of cached sizes (wraps)
   std::size_t bytes;
   bool dead;
 };
@@ -55,12 +60,36 @@ struct Flusher {
 };
 thread_local Flusher t_flusher;
 
+void free_class(ThreadCache& c, int k) noexcept {
+  if (c.count[k] == 0) return;
+  const std::size_t size = class_size(k) * c.count[k];
+  while (c.count[k] > 0) std::free(c.blocks[k][--c.count[k]]);
+  c.bytes -= size;
+  g_cached.add(kTakenBytes, size);
+}
+
+// Note [Stale classes]
+// The byte cap alone would let a thread's cache fill with the sizes of a
+// workload that has ended (one model trained, then another; a warm-up pass
+// of other shapes) and then send every block of the current one to malloc,
+// for good: freed blocks were dropped whenever the cap was reached. So a free
+// that finds the cache full first frees the blocks of stale classes, those
+// that served no allocation over the last kStaleAfter; a class in use is
+// never evicted, so two workloads that together exceed the cap do not
+// thrash. Returns whether `size` more bytes now fit.
+bool make_room(ThreadCache& c, std::size_t size) noexcept {
+  for (int k = 0; k < kClasses && c.bytes + size > kThreadCacheBytes; ++k)
+    if (c.count[k] > 0 && c.clock - c.last_used[k] > kStaleAfter) free_class(c, k);
+  return c.bytes + size <= kThreadCacheBytes;
+}
+
 }  // namespace
 
 void* cache_allocate(std::size_t bytes, std::uint8_t& size_class) noexcept {
   size_class = class_of(bytes);
   if (size_class == kUncached) return std::malloc(bytes);
   ThreadCache& c = t_cache;
+  c.last_used[size_class] = ++c.clock;
   if (c.count[size_class] > 0) {
     std::size_t size = class_size(size_class);
     c.bytes -= size;
@@ -82,7 +111,7 @@ void cache_free(void* block, std::uint8_t size_class) noexcept {
     return;
   }
   std::size_t size = class_size(size_class);
-  if (c.bytes + size > kThreadCacheBytes) {
+  if (c.bytes + size > kThreadCacheBytes && !make_room(c, size)) {
     std::free(block);
     return;
   }
@@ -101,11 +130,7 @@ std::uint64_t cached_bytes() noexcept {
 
 void flush_thread_cache() noexcept {
   ThreadCache& c = t_cache;
-  for (int k = 0; k < kClasses; ++k) {
-    while (c.count[k] > 0) std::free(c.blocks[k][--c.count[k]]);
-  }
-  g_cached.add(kTakenBytes, c.bytes);
-  c.bytes = 0;
+  for (int k = 0; k < kClasses; ++k) free_class(c, k);
 }
 
 }  // namespace ndgc::memory

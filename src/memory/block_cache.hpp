@@ -13,6 +13,8 @@
 // the buffers of every time step alive until its backward pass (an LSTM over
 // 28 steps: about 30 of one class at once): with eight per class the rest went
 // to malloc every step; 64 cover it, and the byte cap still bounds the cache.
+// At the cap, classes that have gone unused for a while make room (Note
+// [Stale classes] in block_cache.cpp).
 // A block freed on another thread goes to that thread's cache. Cached blocks are not "in use" in the
 // allocator's accounting; cached_bytes() reports them. Sanitizer builds
 // bypass the cache so that every buffer has exact bounds.

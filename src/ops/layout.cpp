@@ -1,6 +1,7 @@
 // Copies and joins: dup, contiguous, to_type, concat, stack.
 #include <optional>
 
+#include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -30,7 +31,8 @@ NDArray join(const NDList& list, int axis, bool stack, Site site) {
   detail::enter();
   const char* op = stack ? "stack" : "concat";
   if (list.empty()) throw InvalidArgument(fmt::format("{}: the list of arrays is empty", op));
-  std::vector<Pinned> pins;
+  // Inline for the short lists a step stacks (an LSTM's layers): no heap allocation.
+  boost::container::small_vector<Pinned, 4> pins;
   pins.reserve(list.size());
   for (const NDArray& x : list) pins.emplace_back(x, op);
   const ArrayImpl& first = *pins.front();

@@ -1,24 +1,19 @@
-// lstm: a multi-layer LSTM composed of recorded ops, as PyTorch runs it.
+// lstm: a multi-layer LSTM, as PyTorch runs it.
 //
 // Per layer: one GEMM (linear) projects every step's input at once,
-// [B·T, F_l] x [F_l, 4H] + bias; then each step t is the [B, H] x [H, 4H]
-// GEMM of the previous h and one fused lstm_cell over the projection's slice
-// t. A step's h and c are views of the cell's output (Note [One output for
-// two states] in ops/lstm_cell.cpp); y is the stack of the last layer's h.
-// Without h0 (or c0) the first step's state is zero: its hidden gates are a
-// zero [B, 4H] array, not a GEMM of zeros.
+// [B·T, F_l] x [F_l, 4H] + bias; then one recorded op, lstm_layer, runs the
+// steps: each is the [B, H] x [H, 4H] GEMM of the previous h and one fused
+// lstm_cell kernel, writing into one [T, 6, B, H] array (Note [One array for
+// a layer's sequence] in ops/lstm_sequence.hpp). y is a view of its h rows,
+// the final h and c views of its last step; a next layer's input is y copied
+// contiguous by its reshape. Its gradient rule (autograd/layer_rules.cpp)
+// walks the steps backwards the same way, touching B·4H elements per step.
 //
 // Everything is checked before the first op runs, so a call that fails its
-// checks leaves no array behind. The intermediates (projections, per-step
-// gates and states) are ordinary arrays of x's manager, as for any
-// composition: a step's batch manager or workspace owns them.
-//
-// Note [Backward through the step slices]
-// The projection's slice t is a get view; get's backward pass writes its
-// gradient into a zero array of the whole projection's shape, so the backward
-// pass touches B·T·4H elements per step (T² over the sequence) where a fused
-// sequence op would touch B·4H. Fine at the sizes the tests and the demo use;
-// a sequence-level rule is the remedy when it shows up in a profile.
+// checks leaves no array behind. The intermediates (projections, sequences)
+// are ordinary arrays of x's manager, as for any composition: a step's batch
+// manager or workspace owns them.
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -26,6 +21,8 @@
 #include "ndgc/error.hpp"
 #include "ndgc/lstm.hpp"
 #include "ops/layer_support.hpp"
+#include "ops/lstm_sequence.hpp"
+#include "ops/record.hpp"
 
 namespace ndgc {
 
@@ -97,13 +94,52 @@ LstmShape check_lstm(const char* op, const NDArray& x, const NDList& weights, co
 
 }  // namespace
 
+namespace ops {
+
+// One layer over the whole sequence: projection [B, T, 4H] (x W_ih + b),
+// w_hh [H, 4H], state0 [2, B, H] = {h0, c0} or NDArray{} for zeros →
+// [T, 6, B, H]. Its callers are lstm() below, after its checks.
+NDArray lstm_layer(const NDArray& projection, const NDArray& w_hh, const NDArray& state0, Site site) {
+  const char* op = "lstm";
+  Pinned pp(projection, op), pw(w_hh, op);
+  std::optional<Pinned> ps;
+  if (state0.defined()) ps.emplace(state0, op);
+  const lstm::Sequence s{pp->shape[0], pp->shape[1], pw->shape[0]};
+  auto out = new_output(s.shape(), pp->dtype, pp->device, site, op);
+  if (out->size() > 0) {
+    Engine& e = engine(pp->device);
+    const TensorView seq = contiguous_view(out->data(), pp->dtype, s.shape()), p = view_of(*pp), w = view_of(*pw);
+    for (std::int64_t t = 0; t < s.steps; ++t) {
+      const TensorView gates = s.hidden_gates(seq, t);
+      TensorView c;
+      if (t > 0) {
+        e.matmul(s.h(seq, t - 1), w, gates);
+        c = s.c(seq, t - 1);
+      } else if (ps) {
+        const TensorView s0 = view_of(**ps);
+        e.matmul(s.initial(s0, 0), w, gates);
+        c = s.initial(s0, 1);
+      } else {
+        e.fill(gates, 0);
+        c = s.leading_state(gates);
+      }
+      e.lstm_cell(s.input_gates(p, t), gates, c, s.state(seq, t));
+    }
+  }
+  NDArray result = publish_like(std::move(out), *pp, op);
+  if (ps) record({.kind = OpKind::lstm_layer}, {projection, w_hh, state0}, result);
+  else record({.kind = OpKind::lstm_layer}, {projection, w_hh}, result);
+  return result;
+}
+
+}  // namespace ops
+
 NDList lstm(const NDArray& x, const NDList& weights, const NDArray& h0, const NDArray& c0, Site site) {
   detail::enter();
   const LstmShape s = check_lstm("lstm", x, weights, h0, c0);
   const std::int64_t gates = 4 * s.hidden;
-  NDArray zero_gates, zero_state;
-  if (!h0.defined()) zero_gates = x.manager().zeros(Shape{s.batch, gates}, x.dtype(), site);
-  if (!c0.defined()) zero_state = x.manager().zeros(Shape{s.batch, s.hidden}, x.dtype(), site);
+  NDArray zero_state;
+  if (h0.defined() != c0.defined()) zero_state = x.manager().zeros(Shape{s.batch, s.hidden}, x.dtype(), site);
 
   NDArray input = x;
   NDList last_h, last_c;
@@ -114,20 +150,15 @@ NDList lstm(const NDArray& x, const NDList& weights, const NDArray& h0, const ND
     const std::int64_t in = input.shape()[2];
     const NDArray projection = linear(input.reshape(Shape{s.batch * s.steps, in}, site), w_ih, bias, site)
                                    .reshape(Shape{s.batch, s.steps, gates}, site);
-    NDArray h = h0.defined() ? h0.get(NDIndex().add_index(l), site) : NDArray{};
-    NDArray c = c0.defined() ? c0.get(NDIndex().add_index(l), site) : zero_state;
-    NDList outputs;
-    for (std::int64_t t = 0; t < s.steps; ++t) {
-      const NDArray input_gates = projection.get(NDIndex().add_all().add_index(t), site);
-      const NDArray hidden_gates = h.defined() ? h.matmul(w_hh, site) : zero_gates;
-      const NDArray state = lstm_cell(input_gates, hidden_gates, c, site);
-      h = state.get(NDIndex().add_index(0), site);
-      c = state.get(NDIndex().add_index(1), site);
-      outputs.push_back(h);
-    }
-    input = stack(outputs, 1, site);
-    last_h.push_back(h);
-    last_c.push_back(c);
+    NDArray state0;
+    if (h0.defined() || c0.defined())
+      state0 = stack(NDList{h0.defined() ? h0.get(NDIndex().add_index(l), site) : zero_state,
+                            c0.defined() ? c0.get(NDIndex().add_index(l), site) : zero_state},
+                     0, site);
+    const NDArray sequence = ops::lstm_layer(projection, w_hh, state0, site);
+    input = sequence.get(NDIndex().add_all().add_index(0), site).swap_axes(0, 1, site);  // [B, T, H]
+    last_h.push_back(sequence.get(NDIndex().add_index(s.steps - 1).add_index(0), site));
+    last_c.push_back(sequence.get(NDIndex().add_index(s.steps - 1).add_index(1), site));
   }
   return NDList{input, stack(last_h, 0, site), stack(last_c, 0, site)};
 }

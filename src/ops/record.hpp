@@ -8,6 +8,7 @@
 // In-place ops are not recorded: they are how optimizers update parameters.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
@@ -48,6 +49,14 @@ enum class OpKind : std::uint8_t {
   layer_norm,     // inputs: x, gamma, beta; scalar: eps
   batch_norm,     // inputs: x, gamma, beta[, running_mean, running_var when not training]; scalar: eps; training
   lstm_cell,      // inputs: input_gates [B, 4H], hidden_gates [B, 4H], c [B, H]; output [2, B, H] = {h', c'}
+  lstm_layer,     // inputs: projection [B, T, 4H], weight_hh [H, 4H][, state0 [2, B, H]]; output [T, 6, B, H]
+                  // (Note [One array for a layer's sequence] in ops/lstm_sequence.hpp)
+};
+
+// A permute's axes, held in place: recording one allocates nothing.
+struct Permutation {
+  std::array<std::int8_t, kMaxRank> axes{};
+  int rank = 0;
 };
 
 struct OpRecord {
@@ -60,7 +69,7 @@ struct OpRecord {
   bool keepdims = false;
   std::uint32_t axes = 0;
   int axis = 0;
-  std::vector<int> perm{};
+  Permutation perm{};
   NDIndex index{};
   DataType dtype = DataType::float32;
   Window2d window{};

@@ -4,6 +4,7 @@
 // (the buffer is freed when the last view closes). reshape is the exception
 // when the layout forbids a view: then it copies, as PyTorch's reshape does.
 #include <numeric>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -65,20 +66,21 @@ NDArray restride(const NDArray& x, const Pinned& a, const Shape& shape, const Sh
 
 // permute's body for every name it goes by (permute, transpose, swap_axes), so
 // that errors name the call the user wrote.
-NDArray permute_pinned(const NDArray& x, const Pinned& a, const std::vector<int>& axes, Site site, const char* op) {
+NDArray permute_pinned(const NDArray& x, const Pinned& a, std::span<const int> axes, Site site, const char* op) {
   const int rank = a->shape.rank();
   if (int(axes.size()) != rank)
     throw InvalidArgument(fmt::format("{}: {} axes given for {} of rank {}", op, axes.size(), describe(*a), rank));
-  std::vector<int> perm(axes.size());
+  Permutation perm{.rank = rank};
   std::uint32_t seen = 0;
   Shape shape, strides;
   for (std::size_t i = 0; i < axes.size(); ++i) {
-    perm[i] = normalize_axis(op, axes[i], rank, *a);
-    if (seen >> perm[i] & 1)
+    const int axis = normalize_axis(op, axes[i], rank, *a);
+    if (seen >> axis & 1)
       throw InvalidArgument(fmt::format("{}: axis {} appears twice for {}", op, axes[i], describe(*a)));
-    seen |= 1u << perm[i];
-    shape.push_back(a->shape[perm[i]]);
-    strides.push_back(a->strides[perm[i]]);
+    seen |= 1u << axis;
+    perm.axes[i] = std::int8_t(axis);
+    shape.push_back(a->shape[axis]);
+    strides.push_back(a->strides[axis]);
   }
   NDArray result = publish_view(*a, shape, strides, a->offset, site, op);
   record({.kind = OpKind::permute, .perm = perm}, {x}, result);
@@ -115,14 +117,14 @@ NDArray NDArray::swap_axes(int first, int second, Site site) const {
   detail::enter();
   Pinned a(*this, "swap_axes");
   const int r = a->shape.rank();
-  std::vector<int> axes(static_cast<std::size_t>(r));
-  std::iota(axes.begin(), axes.end(), 0);
+  int axes[kMaxRank];
+  std::iota(axes, axes + r, 0);
   int i = first < 0 ? first + r : first, j = second < 0 ? second + r : second;
   if (i < 0 || i >= r || j < 0 || j >= r)
     throw InvalidArgument(fmt::format("swap_axes: axes {} and {} are out of range for {} (rank {})", first, second,
                                       describe(*a), r));
-  std::swap(axes[std::size_t(i)], axes[std::size_t(j)]);
-  return permute_pinned(*this, a, axes, site, "swap_axes");
+  std::swap(axes[i], axes[j]);
+  return permute_pinned(*this, a, std::span<const int>(axes, std::size_t(r)), site, "swap_axes");
 }
 
 NDArray NDArray::squeeze(Site site) const {

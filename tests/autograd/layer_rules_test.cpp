@@ -146,6 +146,18 @@ TEST_CASE("gradcheck: lstm, x, h0, c0, weights and bias") {
   check({{1, 3, 3}, {3, 8}, {2, 8}, {8}, {2, 8}, {2, 8}, {8}}, [](const Inputs& x) {
     return all_outputs(lstm(x[0], NDList{x[1], x[2], x[3], x[4], x[5], x[6]}));
   });
+  // only h0, then only c0 (the other half of the initial state zeros), x a view stored [T, B, F]
+  check({{3, 2, 4}, {4, 12}, {3, 12}, {12}, {1, 2, 3}}, [](const Inputs& x) {
+    return all_outputs(lstm(x[0].transpose({1, 0, 2}), NDList{x[1], x[2], x[3]}, x[4], NDArray{}));
+  });
+  check({{2, 4, 3}, {3, 8}, {2, 8}, {8}, {1, 2, 2}}, [](const Inputs& x) {
+    return all_outputs(lstm(x[0], NDList{x[1], x[2], x[3]}, NDArray{}, x[4]));
+  });
+  // a constant initial state needs no gradient; one step only
+  check({{2, 1, 3}, {3, 8}, {2, 8}, {8}}, [](const Inputs& x) {
+    const NDArray s = x[0].manager().create(std::vector<double>{0.3, -0.2, 0.5, 0.1}, {1, 2, 2});
+    return all_outputs(lstm(x[0], NDList{x[1], x[2], x[3]}, s, s.mul(2.0)));
+  });
 }
 
 }  // namespace ndgc

@@ -59,25 +59,27 @@ double allocations_per_step(bool autoclose, bool workspace = false,
 
 }  // namespace
 
-TEST_CASE("a steady-state training step of the Fashion-MNIST MLP makes at most 10 heap allocations" *
+// Issue 16 asked for at most 10; the last one was Eigen's GEMM blocking
+// buffer (Note [GEMM blocking on the stack] in src/ops/cpu/eigen.hpp).
+TEST_CASE("a steady-state training step of the Fashion-MNIST MLP makes no heap allocation" *
           doctest::skip(!test::kCountsMalloc)) {
   for (bool autoclose : {false, true}) {
     CAPTURE(autoclose);
     const double per_step = allocations_per_step(autoclose);
     MESSAGE(std::string(autoclose ? "auto-close on: " : "auto-close off: ") << per_step
                                                                             << " heap allocations per step");
-    CHECK(per_step <= 10);
+    CHECK(per_step == 0);
   }
 }
 
-TEST_CASE("with workspaces on, a steady-state training step makes at most 1 heap allocation" *
+TEST_CASE("with workspaces on, a steady-state training step makes no heap allocation" *
           doctest::skip(!test::kCountsMalloc)) {
   for (bool autoclose : {false, true}) {
     CAPTURE(autoclose);
     const double per_step = allocations_per_step(autoclose, true);
     MESSAGE(std::string(autoclose ? "workspace, auto-close on: " : "workspace, auto-close off: ")
             << per_step << " heap allocations per step");
-    CHECK(per_step <= 1);
+    CHECK(per_step == 0);
   }
 }
 
@@ -89,7 +91,7 @@ TEST_CASE("a steady CNN training step: how many heap allocations, workspace off 
   const double plain = allocations_per_step(true, false, cnn);
   const double in_workspace = allocations_per_step(true, true, cnn);
   MESSAGE("CNN step, auto-close on: " << plain << " heap allocations; in a workspace: " << in_workspace);
-  CHECK(plain <= 1);
+  CHECK(plain == 0);         // every buffer from the block cache
   CHECK(in_workspace == 0);  // im2col columns, statistics, masks: all from the arena
 }
 
@@ -101,13 +103,12 @@ TEST_CASE("a steady LSTM training step: how many heap allocations, workspace off
   const double plain = allocations_per_step(true, false, lstm);
   const double in_workspace = allocations_per_step(true, true, lstm);
   MESSAGE("LSTM step, auto-close on: " << plain << " heap allocations; in a workspace: " << in_workspace);
-  // 23 of each today, none of them array memory: the tape's input lists of the
-  // three stacks over the time steps (y, h, c), the NDList that gathers the
-  // steps' h, one permutation and one Eigen GEMM temporary. Every buffer of the
-  // 28 steps comes from the cache or the arena (it was 378 and 310 before the
-  // cache kept 64 blocks per class and NDIndex its items in place).
-  CHECK(plain <= 24);
-  CHECK(in_workspace <= 24);
+  // 23 of each before a layer became one recorded op (Note [One array for a
+  // layer's sequence] in src/ops/lstm_sequence.hpp): the tape's input lists
+  // of the stacks over the time steps, the NDList gathering the steps' h, a
+  // permutation, Eigen's GEMM blocking buffer.
+  CHECK(plain == 0);
+  CHECK(in_workspace == 0);
 }
 
 TEST_CASE("the allocation counter sees allocations (so the bound above can fail)" *

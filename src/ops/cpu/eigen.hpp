@@ -7,7 +7,22 @@
 // kernel file includes Eigen through this header, which silences exactly
 // those two warnings for Eigen's and the intrinsics' headers, and for nothing
 // else.
+//
+// Note [GEMM blocking on the stack]
+// Eigen's GEMM packs its operands into two blocking buffers, on the stack up
+// to EIGEN_STACK_ALLOCATION_LIMIT bytes each (128 KiB by default) and on the
+// heap above that. A training step's weight-gradient GEMMs cross the default
+// (the demo MLP's [128, 32] x [32, 784]: 301 KiB; the LSTM's input projection:
+// 172 KiB), one malloc and free per step each. At 1 MiB each they stay on
+// the stack; every thread that runs kernels has glibc's default 8 MiB stack,
+// and larger products (bounded by the cache sizes Eigen blocks for) still go
+// to the heap. Each GEMM frees what it allocated, so translation units built
+// with another limit (perf/'s plain Eigen loop) mix safely.
 #pragma once
+
+#ifndef EIGEN_STACK_ALLOCATION_LIMIT
+#define EIGEN_STACK_ALLOCATION_LIMIT (1 << 20)
+#endif
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
