@@ -44,6 +44,18 @@ NDGC_HD inline std::int64_t source(const Window2d& w, int a, std::int64_t o, std
   return o * w.stride[a] - w.padding[a] + k * w.dilation[a];
 }
 
+// The output positions [lo, hi) along axis `a` whose tap k reads inside
+// [0, size): source() is increasing in o, so they are one run.
+NDGC_HD inline void inside_run(const Window2d& w, int a, std::int64_t k, std::int64_t size, std::int64_t o_size,
+                               std::int64_t& lo, std::int64_t& hi) noexcept {
+  const std::int64_t shift = w.padding[a] - k * w.dilation[a], s = w.stride[a];  // source = o s - shift
+  lo = shift <= 0 ? 0 : (shift + s - 1) / s;
+  const std::int64_t last = size - 1 + shift;  // the largest o s allowed
+  hi = last < 0 ? 0 : last / s + 1;
+  if (hi > o_size) hi = o_size;
+  if (lo > hi) lo = hi;
+}
+
 // im2col for one image plane set: x [C, H, W] (strides sc, sh, sw in
 // elements) into col [C * kH * kW, OH * OW] (contiguous), for the rows
 // [row_lo, row_hi) of col. Rows are independent, so any cut of the rows gives
@@ -56,6 +68,10 @@ NDGC_HD inline void im2col_rows(const T* x, std::int64_t sc, std::int64_t sh, st
   for (std::int64_t r = row_lo; r < row_hi; ++r) {
     const std::int64_t c = r / taps, ky = r % taps / w.kernel[1], kx = r % w.kernel[1];
     T* out = col + r * oh * ow;
+    // Each line: zeros, the run of outputs whose tap reads inside the row, zeros.
+    std::int64_t lo, hi;
+    inside_run(w, 1, kx, wd, ow, lo, hi);
+    const std::int64_t step = w.stride[1] * sw;
     for (std::int64_t oy = 0; oy < oh; ++oy) {
       const std::int64_t iy = source(w, 0, oy, ky);
       T* line = out + oy * ow;
@@ -64,10 +80,13 @@ NDGC_HD inline void im2col_rows(const T* x, std::int64_t sc, std::int64_t sh, st
         continue;
       }
       const T* in = x + c * sc + iy * sh;
-      for (std::int64_t ox = 0; ox < ow; ++ox) {
-        const std::int64_t ix = source(w, 1, ox, kx);
-        line[ox] = ix >= 0 && ix < wd ? in[ix * sw] : T(0);
-      }
+      const std::int64_t first = source(w, 1, 0, kx) * sw;  // in[first + ox * step]: tap kx of output ox
+      for (std::int64_t ox = 0; ox < lo; ++ox) line[ox] = T(0);
+      if (step == 1)
+        for (std::int64_t ox = lo; ox < hi; ++ox) line[ox] = in[first + ox];
+      else
+        for (std::int64_t ox = lo; ox < hi; ++ox) line[ox] = in[first + ox * step];
+      for (std::int64_t ox = hi; ox < ow; ++ox) line[ox] = T(0);
     }
   }
 }
@@ -87,13 +106,19 @@ NDGC_HD inline void col2im_channels(const T* col, std::int64_t h, std::int64_t w
     for (std::int64_t t = 0; t < taps; ++t) {
       const std::int64_t ky = t / w.kernel[1], kx = t % w.kernel[1];
       const T* in = col + (c * taps + t) * oh * ow;
+      std::int64_t lo, hi;
+      inside_run(w, 1, kx, wd, ow, lo, hi);
+      const std::int64_t step = w.stride[1];
       for (std::int64_t oy = 0; oy < oh; ++oy) {
         const std::int64_t iy = source(w, 0, oy, ky);
         if (iy < 0 || iy >= h) continue;
-        for (std::int64_t ox = 0; ox < ow; ++ox) {
-          const std::int64_t ix = source(w, 1, ox, kx);
-          if (ix >= 0 && ix < wd) plane[iy * wd + ix] += in[oy * ow + ox];
-        }
+        T* row = plane + iy * wd;
+        const std::int64_t first = source(w, 1, 0, kx);  // row[first + ox * step]: what tap kx of output ox reads
+        const T* from = in + oy * ow;
+        if (step == 1)
+          for (std::int64_t ox = lo; ox < hi; ++ox) row[first + ox] += from[ox];
+        else
+          for (std::int64_t ox = lo; ox < hi; ++ox) row[first + ox * step] += from[ox];
       }
     }
   }

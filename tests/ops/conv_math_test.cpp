@@ -193,4 +193,32 @@ TEST_CASE("conv_math: output_of inverts source") {
     }
 }
 
+TEST_CASE("conv_math: inside_run is the run of outputs whose tap reads inside the axis") {
+  int cases = 0;
+  for (std::int64_t size : {1, 2, 5, 9})
+    for (std::int64_t kernel : {1, 2, 3, 5})
+      for (std::int64_t stride : {1, 2, 3})
+        for (std::int64_t padding : {0, 1, 2, 4})
+          for (std::int64_t dilation : {1, 2}) {
+            Window2d w;
+            w.kernel[1] = kernel, w.stride[1] = stride, w.padding[1] = padding, w.dilation[1] = dilation;
+            const std::int64_t o_size = conv::out_size(size, kernel, stride, padding, dilation);
+            for (std::int64_t k = 0; k < kernel; ++k) {
+              std::int64_t lo = -1, hi = -1;
+              conv::inside_run(w, 1, k, size, o_size, lo, hi);
+              INFO("size " << size << " kernel " << kernel << " stride " << stride << " padding " << padding
+                            << " dilation " << dilation << " tap " << k);
+              REQUIRE(0 <= lo);
+              REQUIRE(lo <= hi);
+              REQUIRE(hi <= o_size);
+              for (std::int64_t o = 0; o < o_size; ++o) {
+                const std::int64_t i = conv::source(w, 1, o, k);
+                CHECK((lo <= o && o < hi) == (0 <= i && i < size));
+              }
+              ++cases;
+            }
+          }
+  CHECK(cases == 4 * (1 + 2 + 3 + 5) * 3 * 4 * 2);
+}
+
 }  // namespace ndgc::ops
