@@ -7,6 +7,8 @@
 // byte. oneDNN's primitives are made once, as a framework caches them; only
 // their execution is timed. Backward: the data gradient (second layer only:
 // the first one's input is the images) and the weight and bias gradients.
+// Counter same_bits_as_1_thread: whether oneDNN's weight gradient at this
+// thread count has the bits it has at one (ndgc's conv has, by test).
 //
 //   build/perf/bench_conv_dnnl --benchmark_min_time=1   (see perf/RESULTS.md)
 // Arguments: layer (1: 1 -> 32 channels at 28x28; 2: 32 -> 64 at 14x14), threads.
@@ -17,6 +19,7 @@
 
 #include <ndgc/ndgc.hpp>
 
+#include <cstdint>
 #include <vector>
 
 namespace {
@@ -87,12 +90,26 @@ void BM_conv_dnnl(benchmark::State& state) {
     dnnl::convolution_backward_weights bwd_w(bwd_w_pd);
     dnnl::convolution_backward_data bwd_d(bwd_d_pd);
 
-    std::vector<float> src(std::size_t(l.n * l.c * l.h * l.w), 0.5f), wei(std::size_t(l.o * l.c * 9), 0.01f),
-        bias(std::size_t(l.o), 0.f), dst(std::size_t(l.n * l.o * l.h * l.w)), ddst(dst.size(), 1.f),
-        dwei(wei.size()), dbias(bias.size()), dsrc(src.size());
+    std::vector<float> src(std::size_t(l.n * l.c * l.h * l.w)), wei(std::size_t(l.o * l.c * 9)),
+        bias(std::size_t(l.o), 0.f), dst(std::size_t(l.n * l.o * l.h * l.w)), ddst(dst.size()), dwei(wei.size()),
+        dbias(bias.size()), dsrc(src.size());
+    std::uint32_t seed = 12345;  // values with many distinct sums, so a changed summation order shows in the bits
+    for (auto* v : {&src, &wei, &ddst})
+      for (float& e : *v) e = float((seed = seed * 1664525u + 1013904223u) >> 8) / float(1 << 24) - 0.5f;
     memory src_m(src_md, eng, src.data()), wei_m(wei_md, eng, wei.data()), bias_m(bias_md, eng, bias.data()),
         dst_m(dst_md, eng, dst.data()), ddst_m(dst_md, eng, ddst.data()), dwei_m(wei_md, eng, dwei.data()),
         dbias_m(bias_md, eng, dbias.data()), dsrc_m(src_md, eng, dsrc.data());
+    // The weight gradient at one thread, to compare with this run's thread count below.
+    auto weight_gradient = [&] {
+      bwd_w.execute(s, {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_DIFF_DST, ddst_m}, {DNNL_ARG_DIFF_WEIGHTS, dwei_m},
+                        {DNNL_ARG_DIFF_BIAS, dbias_m}});
+      s.wait();
+      return dwei;
+    };
+    omp_set_num_threads(1);
+    const std::vector<float> one_thread = weight_gradient();
+    omp_set_num_threads(int(state.range(1)));
+    state.counters["same_bits_as_1_thread"] = weight_gradient() == one_thread;
     for (auto _ : state) {
       fwd.execute(s, {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, wei_m}, {DNNL_ARG_BIAS, bias_m},
                       {DNNL_ARG_DST, dst_m}});

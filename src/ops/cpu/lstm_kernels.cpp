@@ -77,7 +77,7 @@ void CpuEngine::lstm_cell(const TensorView& input_gates, const TensorView& hidde
     const Rows<T> ig(input_gates, ki), hg(hidden_gates, kh), cs(c, kc);
     T* h_out = static_cast<T*>(out.data);
     T* c_out = h_out + batch * hidden;
-    support::parallel_for(batch, grain_for(lstm::kGates * hidden * 8), [&](std::int64_t lo, std::int64_t hi) {
+    support::parallel_for(batch, grain_for(lstm::kGates * hidden * 2), [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t b = lo; b < hi; ++b) {
         const T *gi = ig.row(b), *gh = hg.row(b), *cb = cs.row(b);
         T *hb = h_out + b * hidden, *nb = c_out + b * hidden;
@@ -107,7 +107,7 @@ void CpuEngine::lstm_cell_backward(const TensorView& input_gates, const TensorVi
     T* dhg = static_cast<T*>(d_hidden_gates.data);
     T* dcp = static_cast<T*>(dc.data);
     const std::int64_t width = lstm::kGates * hidden;
-    support::parallel_for(batch, grain_for(width * 12), [&](std::int64_t lo, std::int64_t hi) {
+    support::parallel_for(batch, grain_for(width * 2), [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t b = lo; b < hi; ++b) {
         const T *gi = ig.row(b), *gh = hg.row(b), *cb = cs.row(b);
         for (std::int64_t j = 0; j < hidden; j += kRun) {
