@@ -15,8 +15,11 @@
 #
 # The model is ndgc-train --model MODEL (default mlp; cnn, lstm) trained for
 # 200 batches and saved (ndgc-train --save). DURATION
-# (default 10) is the seconds of each wrk run in 1 and 2. The server and wrk
-# share the machine's cores, as a sidecar load generator would.
+# (default 10) is the seconds of each wrk run in 1 and 2. SERVE_ARGS: more
+# ndgc-serve options for every run (e.g. "--max-queue-delay-us 1", which
+# sends every request through a worker: Note [Inline batches] in
+# src/serving/batcher.hpp). The server and wrk share the machine's cores, as
+# a sidecar load generator would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 b=${1:-build}
@@ -49,7 +52,8 @@ PY
 
 # start_server ARGS...: ndgc-serve on a free port; sets pid and url.
 start_server() {
-  "$b/tools/ndgc-serve" --model "$model=$tmp/model.ndgc" --port 0 "$@" >"$tmp/serve.out" 2>"$tmp/serve.err" &
+  # shellcheck disable=SC2086 # SERVE_ARGS: words
+  "$b/tools/ndgc-serve" --model "$model=$tmp/model.ndgc" --port 0 ${SERVE_ARGS:-} "$@" >"$tmp/serve.out" 2>"$tmp/serve.err" &
   pid=$!
   for _ in $(seq 100); do
     url=$(sed -n 's/^listening on //p' "$tmp/serve.out")

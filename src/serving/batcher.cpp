@@ -13,11 +13,21 @@ namespace ndgc::serving {
 
 namespace {
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Runs f when the scope ends, on an exception too.
+template <class F>
+struct AtExit {
+  F f;
+  ~AtExit() { f(); }
+};
+template <class F>
+AtExit(F) -> AtExit<F>;
 }  // namespace
 
 Batcher::Batcher(std::string model_name, Model& model, TensorSpec spec, BatchOptions options, ModelMetrics& metrics)
     : name_(std::move(model_name)), model_(model), spec_(std::move(spec)), options_(options), metrics_(metrics) {
-  for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this, i] { work(i); });
+  options_.workers = std::max(1, options_.workers);
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this, i] { work(i); });
 }
 
 Batcher::~Batcher() {
@@ -26,14 +36,34 @@ Batcher::~Batcher() {
 }
 
 bool Batcher::submit(Job&& job) {
+  bool now = false;
   {
     std::lock_guard lock(mutex_);
     if (closed_ || queue_.size() >= options_.max_queue) return false;
     metrics_.pending.fetch_add(1);
-    queue_.push_back(std::move(job));
+    now = options_.max_queue_delay.count() == 0 && queue_.empty() && running_ < options_.workers;
+    if (now) ++running_;  // Note [Inline batches]
+    else queue_.push_back(std::move(job));
   }
-  ready_.notify_one();
+  if (!now) {
+    ready_.notify_one();
+    return true;
+  }
+  AtExit release{[this] { finished(); }};
+  std::vector<Job> batch;
+  batch.push_back(std::move(job));
+  run(batch, batch.front().request.rows, -1);
   return true;
+}
+
+void Batcher::finished() {
+  bool waiting;
+  {
+    std::lock_guard lock(mutex_);
+    --running_;
+    waiting = !queue_.empty();
+  }
+  if (waiting) ready_.notify_one();
 }
 
 void Batcher::close() {
@@ -51,8 +81,9 @@ void Batcher::work(int index) {
     bool more = false;
     {
       std::unique_lock lock(mutex_);
-      ready_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+      ready_.wait(lock, [&] { return (!queue_.empty() && running_ < options_.workers) || (closed_ && queue_.empty()); });
       if (queue_.empty()) return;  // closed and drained
+      ++running_;
       const auto deadline = std::chrono::steady_clock::now() + options_.max_queue_delay;
       for (;;) {
         while (!queue_.empty() && (batch.empty() || rows + queue_.front().request.rows <= options_.max_batch_size)) {
@@ -74,6 +105,7 @@ void Batcher::work(int index) {
       more = !queue_.empty();
     }
     if (more) ready_.notify_one();  // what did not fit goes to another worker
+    AtExit release{[this] { finished(); }};
     run(batch, rows, index);
     batch.clear();
   }
@@ -91,7 +123,8 @@ void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
       std::optional<workspace::Scope> ws;
       if (options_.workspace) {
         workspace::Config config;
-        ws.emplace(workspace::activate(config, fmt::format("serve-{}-worker{}", name_, index)));
+        ws.emplace(workspace::activate(config, index < 0 ? fmt::format("serve-{}-inline", name_)
+                                                        : fmt::format("serve-{}-worker{}", name_, index)));
       }
       std::vector<float> input;
       input.reserve(std::size_t(rows * spec_.inputs));

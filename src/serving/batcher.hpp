@@ -16,6 +16,16 @@
 // array per request in the model's manager, which grows with auto-close off
 // and is reclaimed with it on (the handle dies at the end of the batch).
 //
+// Note [Inline batches]
+// With max_queue_delay 0 nothing waits for company, so a request that finds
+// the queue empty and fewer than `workers` batches running is run at once,
+// as a batch of one, on the thread that submits it (an I/O thread), in place
+// of a hand-off to a worker and of the worker's hand-off of the reply back:
+// two thread wake-ups per request fewer, each tens of µs on a virtual
+// machine (perf/RESULTS.md, "ndgc-serve under load"). It counts as one of the
+// `workers` running batches, so the limit on concurrent batches holds, and
+// requests that arrive meanwhile queue for the workers as before.
+//
 // Thread-safety: submit() from any thread; the queue is a mutex and a
 // condition variable (a batch is hundreds of µs; the lock is held for
 // pointer moves only).
@@ -70,7 +80,10 @@ class Batcher {
 
  private:
   void work(int index);
+  // Runs a batch; index: the worker's, or -1 on a submitting thread (Note [Inline batches]).
   void run(std::vector<Job>& batch, std::int64_t rows, int index);
+  // A batch is done: one more may start.
+  void finished();
 
   std::string name_;
   Model& model_;
@@ -80,6 +93,7 @@ class Batcher {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Job> queue_;
+  int running_ = 0;  // batches being computed, at most options_.workers
   bool closed_ = false;
   std::vector<std::thread> workers_;
 };
