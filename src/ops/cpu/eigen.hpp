@@ -13,15 +13,15 @@
 // to EIGEN_STACK_ALLOCATION_LIMIT bytes each (128 KiB by default) and on the
 // heap above that. A training step's weight-gradient GEMMs cross the default
 // (the demo MLP's [128, 32] x [32, 784]: 301 KiB; the LSTM's input projection:
-// 172 KiB), one malloc and free per step each. At 1 MiB each they stay on
-// the stack; every thread that runs kernels has glibc's default 8 MiB stack,
-// and larger products (bounded by the cache sizes Eigen blocks for) still go
-// to the heap. Each GEMM frees what it allocated, so translation units built
-// with another limit (perf/'s plain Eigen loop) mix safely.
+// 172 KiB), one malloc and free per step each. At 512 KiB each they stay on
+// the stack: at most 1 MiB for one GEMM, against glibc's default 8 MiB thread
+// stacks (and under Valgrind's 2 MB stack-switch threshold); larger products
+// still go to the heap. Each GEMM frees what it allocated, so translation
+// units built with another limit (perf/'s plain Eigen loop) mix safely.
 #pragma once
 
 #ifndef EIGEN_STACK_ALLOCATION_LIMIT
-#define EIGEN_STACK_ALLOCATION_LIMIT (1 << 20)
+#define EIGEN_STACK_ALLOCATION_LIMIT (512 << 10)
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
