@@ -1,7 +1,9 @@
-// One unit of the fused LSTM cell, forward and backward, shared by the CPU
-// engine's loop (ops/cpu/lstm_kernels.cpp) and the CUDA kernel (gpu/lstm_kernels.cu): both
-// compute the same maths in the same order, and tests/ops/lstm_math_test.cpp
-// runs on the host the code a GPU would run.
+// One unit of the fused LSTM cell, forward and backward: the CUDA kernel
+// (gpu/lstm_kernels.cu) runs these per unit, and tests/ops/lstm_math_test.cpp
+// runs on the host the code a GPU would run. The CPU engine
+// (ops/cpu/lstm_kernels.cpp) computes the same maths in the same order over
+// runs of units with Eigen's vectorised logistic and tanh (Note [Vectorised
+// gates] there); kGates is shared.
 //
 // PyTorch's arithmetic. The pre-activations of unit j are
 // a_k = input_gates[k H + j] + hidden_gates[k H + j] for the gate blocks
