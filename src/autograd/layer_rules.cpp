@@ -61,11 +61,7 @@ void conv2d_rule(LayerRule& r) {
   const TensorView g4 = ops::contiguous_view(r.g.view().data, dt, Shape{n, groups, og, l});
   if (r.needs(2)) {
     Pinned pb = r.input(2);
-    // Over H' and W', then N: two reductions that read g in place, where one
-    // over axes {0, 2, 3} at once first copied all of g into [O, N·H'·W'] rows
-    // (44 % of a first conv layer's forward and backward).
-    Scratch b = empty ? full(pb->shape, dt, r.d, 0) : reduce(Reduce::sum, r.g.view(), 0b1100, r.d);
-    if (!empty && n > 1) b = reduce(Reduce::sum, b.view(), 0b0001, r.d);
+    Scratch b = empty ? full(pb->shape, dt, r.d, 0) : reduce(Reduce::sum, r.g.view(), 0b1101, r.d);
     b.reshape(pb->shape);
     r.out[2] = std::move(b);
   }

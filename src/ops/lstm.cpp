@@ -94,11 +94,11 @@ LstmShape check_lstm(const char* op, const NDArray& x, const NDList& weights, co
 
 }  // namespace
 
-namespace ops {
+namespace {
 
 // One layer over the whole sequence: projection [B, T, 4H] (x W_ih + b),
 // w_hh [H, 4H], state0 [2, B, H] = {h0, c0} or NDArray{} for zeros →
-// [T, 6, B, H]. Its callers are lstm() below, after its checks.
+// [T, 6, B, H]. Only lstm() below calls it, after its checks.
 NDArray lstm_layer(const NDArray& projection, const NDArray& w_hh, const NDArray& state0, Site site) {
   const char* op = "lstm";
   Pinned pp(projection, op), pw(w_hh, op);
@@ -132,7 +132,7 @@ NDArray lstm_layer(const NDArray& projection, const NDArray& w_hh, const NDArray
   return result;
 }
 
-}  // namespace ops
+}  // namespace
 
 NDList lstm(const NDArray& x, const NDList& weights, const NDArray& h0, const NDArray& c0, Site site) {
   detail::enter();
@@ -155,7 +155,7 @@ NDList lstm(const NDArray& x, const NDList& weights, const NDArray& h0, const ND
       state0 = stack(NDList{h0.defined() ? h0.get(NDIndex().add_index(l), site) : zero_state,
                             c0.defined() ? c0.get(NDIndex().add_index(l), site) : zero_state},
                      0, site);
-    const NDArray sequence = ops::lstm_layer(projection, w_hh, state0, site);
+    const NDArray sequence = lstm_layer(projection, w_hh, state0, site);
     input = sequence.get(NDIndex().add_all().add_index(0), site).swap_axes(0, 1, site);  // [B, T, H]
     last_h.push_back(sequence.get(NDIndex().add_index(s.steps - 1).add_index(0), site));
     last_c.push_back(sequence.get(NDIndex().add_index(s.steps - 1).add_index(1), site));

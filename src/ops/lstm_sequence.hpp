@@ -36,8 +36,7 @@ struct Sequence {
   // Rows [first, first + count) of step t of a contiguous sequence-shaped view, as a contiguous block.
   TensorView rows(const TensorView& seq, std::int64_t t, std::int64_t first, std::int64_t count) const noexcept {
     TensorView v = seq;
-    v.data = static_cast<char*>(seq.data) +
-             std::int64_t(size_of(seq.dtype)) * ((t * kSequenceRows + first) * batch * hidden);
+    v.data = element(seq, (t * kSequenceRows + first) * batch * hidden);
     v.rank = 3;
     v.shape[0] = count, v.shape[1] = batch, v.shape[2] = hidden;
     v.strides[0] = batch * hidden, v.strides[1] = hidden, v.strides[2] = 1;
@@ -53,7 +52,7 @@ struct Sequence {
   // Step t's input gates x_t W_ih + b: the [B, 4H] slice t of a [B, T, 4H] projection view.
   TensorView input_gates(const TensorView& projection, std::int64_t t) const noexcept {
     TensorView v = projection;
-    v.data = static_cast<char*>(projection.data) + std::int64_t(size_of(projection.dtype)) * t * projection.strides[1];
+    v.data = element(projection, t * projection.strides[1]);
     v.rank = 2;
     v.shape[0] = batch, v.shape[1] = 4 * hidden;
     v.strides[0] = projection.strides[0], v.strides[1] = projection.strides[2];
@@ -65,7 +64,7 @@ struct Sequence {
   // Row `row` (0: h, 1: c) of a [2, B, H] initial state, [B, H].
   TensorView initial(const TensorView& state0, std::int64_t row) const noexcept {
     TensorView v = state0;
-    v.data = static_cast<char*>(state0.data) + std::int64_t(size_of(state0.dtype)) * row * state0.strides[0];
+    v.data = element(state0, row * state0.strides[0]);
     v.rank = 2;
     v.shape[0] = batch, v.shape[1] = hidden;
     v.strides[0] = state0.strides[1], v.strides[1] = state0.strides[2];
@@ -73,6 +72,10 @@ struct Sequence {
   }
 
  private:
+  // The address `offset` elements past v's first.
+  static void* element(const TensorView& v, std::int64_t offset) noexcept {
+    return static_cast<char*>(v.data) + std::int64_t(size_of(v.dtype)) * offset;
+  }
   // A contiguous block of B rows of `cols` elements.
   TensorView matrix(TensorView v, std::int64_t cols) const noexcept {
     v.rank = 2;

@@ -145,6 +145,18 @@ TEST_CASE("reducing the leading axes of a contiguous array (the bias-gradient pa
   NDArray b = a.reshape({4, 1, 16, 10});
   check_values(b.sum({0, 1}), ref_reduce(Op::sum, x, {4, 16, 10}, 1, &kept), 1e-12);
   check_values(b.sum({1}), x, 1e-12);
+  // Every axis but a middle one, as a conv's bias gradient: [N, C, H, W] over {0, 2, 3}
+  // (Note [Reduced on both sides] in src/ops/cpu/reduce_kernels.cpp), and over {0, 3}.
+  const Shape four{3, 4, 5, 6};
+  std::vector<double> y = test_data(360, 9);
+  NDArray c = m.create(y, four);
+  for (Op op : {Op::sum, Op::mean, Op::max, Op::min}) {
+    INFO("op " << int(op));
+    check_values(run(op, c, {0, 2, 3}, false), ref_reduce(op, y, four, 0b1101, &kept), 1e-12);
+    check_values(run(op, c, {0, 3}, false), ref_reduce(op, y, four, 0b1001, &kept), 1e-12);
+    check_values(run(op, c.reshape({3, 1, 4, 5, 1, 6}), {0, 1, 3, 5}, false), ref_reduce(op, y, four, 0b1101, &kept),
+                 1e-12);
+  }
   // A broadcast view: every element counted.
   NDArray row = m.create(std::vector<float>{1, 2, 3});
   check_values(row.broadcast_to({4, 3}).sum({0}), {4, 8, 12});

@@ -30,6 +30,38 @@ struct Split {
   bool reduced_prefix = true;  // every reduced axis comes before every kept axis
 };
 
+// Note [Reduced on both sides]
+// Reducing every axis but a middle run (a conv's bias gradient: [N, C, H, W]
+// over {0, 2, 3}; batch statistics) would permute the input into rows and
+// copy all of it. For a contiguous floating input seen as [P, K, S] (P the
+// leading reduced axes, K the kept run, S the trailing reduced ones), the
+// rows of [P·K, S] are reduced in place into a [P, K] scratch, whose columns
+// then reduce into the K outputs: no copy, and a fixed order (the same bits
+// at any thread count). Integer means are left to the copy: a mean of
+// truncated means is not the mean.
+struct BothSides {
+  std::int64_t prefix = 1, kept = 1, suffix = 1;
+  bool ok = true;
+};
+
+BothSides both_sides(const TensorView& in, std::uint32_t axes) {
+  BothSides b;
+  int phase = 0;  // 0: leading reduced axes, 1: kept axes, 2: trailing reduced axes
+  for (int i = 0; i < in.rank; ++i) {
+    if (in.shape[i] == 1) continue;
+    const bool reduced = axes >> i & 1;
+    if (reduced) {
+      if (phase == 1) phase = 2;
+      (phase == 0 ? b.prefix : b.suffix) *= in.shape[i];
+    } else {
+      if (phase == 2) b.ok = false;
+      phase = 1;
+      b.kept *= in.shape[i];
+    }
+  }
+  return b;
+}
+
 Split split_axes(const TensorView& in, std::uint32_t axes) {
   Split s;
   int n = 0;
@@ -187,6 +219,16 @@ void CpuEngine::reduce(Reduce op, const TensorView& in, std::uint32_t axes, cons
       if (in.is_contiguous() && s.reduced_prefix) {
         reduce_cols<T>(op, RowMat<T>(static_cast<const T*>(in.data), s.cols, s.rows), o);
         return;
+      }
+      if constexpr (std::is_floating_point_v<T>) {
+        const BothSides b = both_sides(in, axes);  // Note [Reduced on both sides]
+        if (in.is_contiguous() && b.ok && b.prefix > 1 && b.suffix > 1) {
+          const Scratch partial(contiguous_view(nullptr, in.dtype, Shape{b.prefix, b.kept}));
+          T* p = static_cast<T*>(partial.view().data);
+          reduce_rows<T>(op, RowMat<T>(static_cast<const T*>(in.data), b.prefix * b.kept, b.suffix), p);
+          reduce_cols<T>(op, RowMat<T>(p, b.prefix, b.kept), o);
+          return;
+        }
       }
       std::optional<Scratch> scratch;
       const TensorView permuted = in.permuted(s.perm);  // outlives `rows`, which may refer to it
