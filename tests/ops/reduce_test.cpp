@@ -157,6 +157,15 @@ TEST_CASE("reducing the leading axes of a contiguous array (the bias-gradient pa
     check_values(run(op, c.reshape({3, 1, 4, 5, 1, 6}), {0, 1, 3, 5}, false), ref_reduce(op, y, four, 0b1101, &kept),
                  1e-12);
   }
+  // An integer mean over both sides divides the exact total once, as a
+  // one-pass mean (and the GPU's) does: not (total / S) / P, which can
+  // differ in the last bit.
+  std::vector<double> whole(120);
+  for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = double(std::int64_t(i * 7919 % 19) - 9);
+  NDArray ints = m.create(whole, Shape{4, 5, 6}).to_type(DataType::int64);
+  const std::vector<float> means = ints.mean({0, 2}).to_vector<float>();
+  const std::vector<float> sums = ints.sum({0, 2}).to_type(DataType::float32).to_vector<float>();
+  for (std::size_t k = 0; k < sums.size(); ++k) CHECK(means[k] == sums[k] / 24.0f);
   // A broadcast view: every element counted.
   NDArray row = m.create(std::vector<float>{1, 2, 3});
   check_values(row.broadcast_to({4, 3}).sum({0}), {4, 8, 12});

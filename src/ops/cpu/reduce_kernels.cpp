@@ -225,8 +225,13 @@ void CpuEngine::reduce(Reduce op, const TensorView& in, std::uint32_t axes, cons
         if (in.is_contiguous() && b.ok && b.prefix > 1 && b.suffix > 1) {
           const Scratch partial(contiguous_view(nullptr, in.dtype, Shape{b.prefix, b.kept}));
           T* p = static_cast<T*>(partial.view().data);
-          reduce_rows<T>(op, RowMat<T>(static_cast<const T*>(in.data), b.prefix * b.kept, b.suffix), p);
-          reduce_cols<T>(op, RowMat<T>(p, b.prefix, b.kept), o);
+          // A mean sums both ways and divides once, as a one-pass mean does:
+          // (total / S) / P can differ from total / (P·S) in the last bit.
+          const Reduce pass = op == Reduce::mean ? Reduce::sum : op;
+          reduce_rows<T>(pass, RowMat<T>(static_cast<const T*>(in.data), b.prefix * b.kept, b.suffix), p);
+          reduce_cols<T>(pass, RowMat<T>(p, b.prefix, b.kept), o);
+          if (op == Reduce::mean)
+            for (std::int64_t k = 0; k < b.kept; ++k) o[k] = T(o[k] / T(b.prefix * b.suffix));
           return;
         }
       }
