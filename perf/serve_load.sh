@@ -11,7 +11,8 @@
 # 3. Memory across REQUESTS requests (default 100,000), in rounds of
 #    ROUND_SECONDS (default 2) of wrk -t2 -c8: the server's RSS and /metrics'
 #    ndgc_live_arrays and ndgc_memory_bytes_in_use after each round, with
-#    --autoclose on, then --leak translator --autoclose off.
+#    --autoclose on, then --leak translator under --autoclose trace (the
+#    tracing detector: ndgc-serve-trace, when built) and off.
 #
 # The model is ndgc-train --model MODEL (default mlp; cnn, lstm) trained for
 # 200 batches and saved (ndgc-train --save). DURATION
@@ -114,7 +115,10 @@ on=$(wrk_rps "$tmp/c64-32.txt")
 echo "on / off: $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.2f", a / b}')x"
 echo
 echo "## 3. memory across $requests requests (wrk -t2 -c8, rounds of $round_seconds s)"
-for mode in "on" "off --leak translator"; do
+modes=("on")
+[[ -x $b/tools/ndgc-serve-trace ]] && modes+=("trace --leak translator")
+modes+=("off --leak translator")
+for mode in "${modes[@]}"; do
   # shellcheck disable=SC2086
   start_server --autoclose $mode
   echo "### --autoclose $mode"

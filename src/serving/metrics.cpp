@@ -123,7 +123,14 @@ std::string Metrics::render() const {
         cpu.current_bytes + cpu.cached_bytes, "{device=\"cpu\"}");
   gauge("ndgc_live_arrays", "gauge", "Open arrays, every manager.", snap.arrays.size());
   gauge("ndgc_orphan_arrays", "gauge", "Open arrays no handle reaches (what auto-close would close).", snap.orphan_count());
+  const char* detector = !gc::enabled() ? "{detector=\"off\"}"
+                         : gc::detector() == gc::Detector::trace ? "{detector=\"trace\"}"
+                                                                 : "{detector=\"refcount\"}";
+  gauge("ndgc_autoclose_info", "gauge", "Auto-close's detector: off, refcount (--autoclose on) or trace.", 1, detector);
   gauge("ndgc_autoclose_reclaimed_arrays_total", "counter", "Arrays auto-close has closed.", gcs.reclaimed);
+  gauge("ndgc_autoclose_leaked_handles_total", "counter",
+        "Handles the tracing detector (--autoclose trace) found unreachable; their arrays were closed.",
+        gcs.leaked_handles);
   gauge("ndgc_workspace_bytes", "gauge", "Workspace arena bytes held.", cpu.workspace_capacity_bytes, "{device=\"cpu\"}");
   gauge("ndgc_workspace_spilled_bytes_total", "counter", "Bytes workspaces spilled to ordinary memory.",
         cpu.workspace_spilled_bytes, "{device=\"cpu\"}");

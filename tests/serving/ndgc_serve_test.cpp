@@ -23,26 +23,29 @@ namespace {
 struct Child {
   pid_t pid = -1;
   FILE* out = nullptr;
-  explicit Child(const std::vector<std::string>& args) {
+  // With `with_stderr`, line() reads stderr too.
+  explicit Child(const std::vector<std::string>& args, bool with_stderr = false,
+                 const std::string& program = NDGC_SERVE_BINARY) {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
+      if (with_stderr) ::dup2(fds[1], STDERR_FILENO);
       ::close(fds[0]);
       ::close(fds[1]);
-      std::vector<char*> argv{const_cast<char*>(NDGC_SERVE_BINARY)};
+      std::vector<char*> argv{const_cast<char*>(program.c_str())};
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
-      ::execv(NDGC_SERVE_BINARY, argv.data());
+      ::execv(program.c_str(), argv.data());
       ::_exit(127);
     }
     ::close(fds[1]);
     out = ::fdopen(fds[0], "r");
   }
   std::string line() {
-    char buffer[256] = {};
+    char buffer[512] = {};
     return std::fgets(buffer, sizeof buffer, out) ? std::string(buffer) : std::string();
   }
   int wait() {
@@ -60,20 +63,33 @@ struct Child {
   }
 };
 
+std::filesystem::path tiny_model_file(const std::string& tag) {
+  const auto file = std::filesystem::temp_directory_path() / ("ndgc_serve_" + tag + std::to_string(::getpid()) + ".model");
+  const Architecture arch = Architecture::mlp(4, 3, {5});
+  Model model("m", arch.make_block());
+  model.initialize(Shape{1, 4});
+  save_model_file(model, arch, file);
+  return file;
+}
+
+unsigned short port_of(const std::string& listening_line) {
+  REQUIRE(listening_line.starts_with("listening on http://127.0.0.1:"));
+  return static_cast<unsigned short>(std::stoi(listening_line.substr(listening_line.rfind(':') + 1)));
+}
+
+// The value of an unlabelled series in a /metrics body.
+double metric(const std::string& body, const std::string& name) {
+  const std::size_t at = body.find("\n" + name + ' ');
+  REQUIRE_MESSAGE(at != std::string::npos, name);
+  return std::stod(body.substr(at + name.size() + 2));
+}
+
 }  // namespace
 
 TEST_CASE("ndgc-serve: listening line, a prediction, SIGTERM exits 0 with no array left") {
-  const auto file = std::filesystem::temp_directory_path() / ("ndgc_serve_" + std::to_string(::getpid()) + ".model");
-  {
-    const Architecture arch = Architecture::mlp(4, 3, {5});
-    Model model("m", arch.make_block());
-    model.initialize(Shape{1, 4});
-    save_model_file(model, arch, file);
-  }
+  const auto file = tiny_model_file("plain");
   Child child({"--model", "tiny=" + file.string(), "--port", "0", "--workers", "2"});
-  const std::string first = child.line();
-  REQUIRE(first.starts_with("listening on http://127.0.0.1:"));
-  const auto port = static_cast<unsigned short>(std::stoi(first.substr(first.rfind(':') + 1)));
+  const unsigned short port = port_of(child.line());
   {
     test::Client c(port);
     CHECK(c.get("/v2/health/ready").result_int() == 200);
@@ -93,6 +109,43 @@ TEST_CASE("ndgc-serve: bad command lines exit 2, a missing model file 1") {
   CHECK(Child({"--model", "x=/nonexistent.model", "--port", "0"}).wait() == 1);
   CHECK(Child({"--model", "x=y", "--autoclose", "sometimes"}).wait() == 2);
   CHECK(Child({"--model", "x=y", "--compute-threads", "0"}).wait() == 2);
+}
+
+#ifdef NDGC_SERVE_TRACE_BUILT
+TEST_CASE("ndgc-serve --autoclose trace: runs in ndgc-serve-trace; the translator leak stays flat; exit 0") {
+  const auto file = tiny_model_file("trace");
+  Child child({"--model", "tiny=" + file.string(), "--port", "0", "--autoclose", "trace", "--leak", "translator"});
+  const unsigned short port = port_of(child.line());
+  {
+    test::Client c(port);
+    const std::string body = R"({"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]})";
+    REQUIRE(c.post("/v2/models/tiny/infer", body).result_int() == 200);  // warm-up
+    const std::string before = c.get("/metrics").body();
+    CHECK(before.find("ndgc_autoclose_info{detector=\"trace\"} 1") != std::string::npos);
+    for (int i = 0; i < 50; ++i) REQUIRE(c.post("/v2/models/tiny/infer", body).result_int() == 200);
+    const std::string after = c.get("/metrics").body();
+    // DJL 2766's translator makes an array per request in the model's manager:
+    // with the detector on, each is closed (off, they pile up: server_test.cpp).
+    CHECK(metric(after, "ndgc_live_arrays") == metric(before, "ndgc_live_arrays"));
+    CHECK(metric(after, "ndgc_autoclose_reclaimed_arrays_total") >= 50);
+  }
+  ::kill(child.pid, SIGTERM);
+  CHECK(child.wait() == 0);
+  std::filesystem::remove(file);
+}
+#endif
+
+TEST_CASE("ndgc-serve --autoclose trace without ndgc-serve-trace beside it: exit 2, naming the program") {
+  const auto dir = std::filesystem::temp_directory_path() / ("ndgc_serve_alone_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto alone = dir / "ndgc-serve";
+  std::filesystem::copy_file(NDGC_SERVE_BINARY, alone, std::filesystem::copy_options::overwrite_existing);
+  Child child({"--model", "x=y", "--autoclose", "trace"}, true, alone.string());
+  const std::string message = child.line();
+  CHECK(child.wait() == 2);
+  CHECK(message.find("ndgc-serve-trace") != std::string::npos);
+  CHECK(message.find("is not beside this program") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace ndgc::serving

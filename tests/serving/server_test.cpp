@@ -136,6 +136,7 @@ TEST_CASE("every endpoint answers as KServe v2 says") {
         "ndgc_request_queue_duration_seconds_count{model=\"fashion\"} 2", "ndgc_request_compute_duration_seconds_sum",
         "ndgc_batch_size_bucket", "ndgc_pending_requests{model=\"fashion\"} 0", "ndgc_rejected_requests_total",
         "ndgc_memory_bytes_in_use{device=\"cpu\"}", "ndgc_memory_peak_bytes", "ndgc_live_arrays ",
+        "ndgc_autoclose_info{detector=\"off\"} 1", "ndgc_autoclose_leaked_handles_total 0",
         "process_resident_memory_bytes "})
     CHECK_MESSAGE(metrics.body().find(series) != std::string::npos, std::string(series));
   CHECK(server.shutdown(std::chrono::seconds(5)));

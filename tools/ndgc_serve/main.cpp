@@ -8,7 +8,9 @@
 // `listening on http://HOST:PORT`. On SIGTERM or SIGINT it shuts down
 // gracefully (Note [Shutdown order] in src/serving/server.cpp), closes the
 // models and exits 0 when no array is left, else prints a leak report naming
-// the creation sites and exits 1. Exit codes: 0 a clean shutdown, 1 leaks,
+// the creation sites and exits 1. --autoclose trace runs in ndgc-serve-trace
+// (built beside it, the same main linked with the tracing detector), which
+// this program becomes with exec. Exit codes: 0 a clean shutdown, 1 leaks,
 // an unanswered request at --exit-timeout, or a model that cannot be
 // loaded, 2 a bad command line.
 #include <pthread.h>
@@ -27,6 +29,11 @@
 #include <ndgc/model_file.hpp>
 #include <ndgc/parallel.hpp>
 #include <ndgc/serving.hpp>
+#if NDGC_SERVE_HAVE_TRACE
+#include <ndgc/trace.hpp>
+#endif
+
+#include "common/program_beside.hpp"
 
 namespace {
 
@@ -41,6 +48,12 @@ struct Options {
   std::string admin_token;
   int compute_threads = 0;  // 0: the machine's intra-op threads shared by every model's workers
 };
+
+#if NDGC_SERVE_HAVE_TRACE
+constexpr bool kTraceLinked = true;
+#else
+constexpr bool kTraceLinked = false;
+#endif
 
 }  // namespace
 
@@ -82,8 +95,9 @@ int main(int argc, char** argv) {
     std::cerr << "ndgc-serve: " << e.what() << '\n';
     return 2;
   }
-  if (o.autoclose == "trace") {
-    std::cerr << "ndgc-serve: --autoclose trace needs a build linked with ndgc::trace; use on\n";
+  if (o.autoclose == "trace" && !kTraceLinked) {
+    const std::string why = ndgc::tools::exec_beside("ndgc-serve-trace", argv);  // returns only when it failed
+    std::cerr << "ndgc-serve: --autoclose trace runs in ndgc-serve-trace, which cannot start: " << why << '\n';
     return 2;
   }
   try {
@@ -95,7 +109,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.server.admin_token = o.admin_token;
-  if (o.autoclose == "on") ndgc::gc::enable();
+  if (o.autoclose == "on") ndgc::gc::enable(ndgc::gc::Detector::refcount);
+  if (o.autoclose == "trace") ndgc::gc::enable(ndgc::gc::Detector::trace);
   o.server.workspace = o.workspace == "on";
   o.server.leak_translator = o.leak == "translator";
 
@@ -134,6 +149,9 @@ int main(int argc, char** argv) {
       status = 1;
     }
   }  // the server, then the models close
+#if NDGC_SERVE_HAVE_TRACE
+  if (ndgc::gc::detector() == ndgc::gc::Detector::trace) ndgc::gc::collect();  // handles no one can reach any more
+#endif
   if (ndgc::gc::enabled()) ndgc::gc::sweep();
   const ndgc::debug::Snapshot left = ndgc::debug::snapshot();
   if (!left.arrays.empty()) {

@@ -2,11 +2,7 @@
 // only into a program that links ndgc::trace.
 #include "trace_support.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
+#include "common/program_beside.hpp"
 
 #if NDGC_TRAIN_HAVE_TRACE
 #include <ndgc/trace.hpp>
@@ -32,23 +28,12 @@ std::uint64_t trace_heap_bytes() noexcept { return trace::stats().heap_bytes; }
 
 bool trace_linked() noexcept { return false; }
 
-std::string trace_program() {
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  const std::filesystem::path beside = self.parent_path() / "ndgc-train-trace";
-  return ::access(beside.c_str(), X_OK) == 0 ? beside.string() : std::string();
-}
+std::string trace_program() { return tools::program_beside("ndgc-train-trace"); }
 std::vector<TraceLeak> collect_trace_leaks() { return {}; }
 std::uint64_t trace_heap_bytes() noexcept { return 0; }
 
 #endif
 
-std::string exec_trace_program(char** argv) {
-  const std::string program = trace_program();
-  if (program.empty()) return "ndgc-train-trace is not beside this program";
-  ::execv(program.c_str(), argv);
-  return program + ": " + std::strerror(errno);
-}
+std::string exec_trace_program(char** argv) { return tools::exec_beside("ndgc-train-trace", argv); }
 
 }  // namespace ndgc::train_tool
