@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace ndgc {
 
@@ -26,6 +28,12 @@ struct Device {
   // "cpu()" or "gpu(0)", as DJL prints devices.
   std::string to_string() const;
 };
+
+// A device as command lines spell it (ndgc-train and ndgc-serve's --device):
+// "cpu", "gpu" (gpu(0)) or "gpu:N" with N below kMaxGpus; nullopt for
+// anything else. device_argument is the inverse ("cpu", "gpu:0").
+std::optional<Device> parse_device(std::string_view text);
+std::string device_argument(Device device);
 
 // Usable GPUs: 0 when the CUDA engine (ndgc::cuda) is not linked in or no
 // device can be used (no driver, no GPU; never throws). Using Device::gpu(i)

@@ -2,6 +2,7 @@
 // ndgc's memory accounting, rendered as Prometheus text.
 #include "serving/metrics.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -66,7 +67,8 @@ ModelMetrics::ModelMetrics(std::int64_t max_batch_size)
       total_seconds(latency_bounds()),
       batch_size(batch_bounds(max_batch_size)) {}
 
-ModelMetrics& Metrics::add_model(const std::string& name, std::int64_t max_batch_size) {
+ModelMetrics& Metrics::add_model(const std::string& name, std::int64_t max_batch_size, Device device) {
+  if (std::find(devices_.begin(), devices_.end(), device) == devices_.end()) devices_.push_back(device);
   auto& slot = models_[name];
   slot = std::make_unique<ModelMetrics>(max_batch_size);
   return *slot;
@@ -110,17 +112,26 @@ std::string Metrics::render() const {
              &ModelMetrics::total_seconds);
   histograms("ndgc_batch_size", "Rows per forward pass.", &ModelMetrics::batch_size);
 
-  const memory::Stats cpu = memory::stats(Device::cpu());
   const debug::Snapshot snap = debug::snapshot();
   const gc::Stats gcs = gc::stats();
   auto gauge = [&](const char* name, const char* type, const char* help, auto value, const char* labels = "") {
     header(out, name, type, help);
     fmt::format_to(std::back_inserter(out), "{}{} {}\n", name, labels, value);
   };
-  gauge("ndgc_memory_bytes_in_use", "gauge", "Bytes of arrays in use, by device.", cpu.current_bytes, "{device=\"cpu\"}");
-  gauge("ndgc_memory_peak_bytes", "gauge", "High-water mark of bytes in use, by device.", cpu.peak_bytes, "{device=\"cpu\"}");
-  gauge("ndgc_memory_reserved_bytes", "gauge", "Bytes held by the device's allocator (in use plus cached).",
-        cpu.current_bytes + cpu.cached_bytes, "{device=\"cpu\"}");
+  // The memory series by device: the CPU's, then each model's GPU.
+  std::vector<std::pair<std::string, memory::Stats>> devices;
+  for (Device d : devices_) devices.emplace_back(fmt::format("{{device=\"{}\"}}", device_argument(d)), memory::stats(d));
+  auto per_device = [&](const char* name, const char* type, const char* help, auto value) {
+    header(out, name, type, help);
+    for (const auto& [labels, stats] : devices)
+      fmt::format_to(std::back_inserter(out), "{}{} {}\n", name, labels, value(stats));
+  };
+  per_device("ndgc_memory_bytes_in_use", "gauge", "Bytes of arrays in use, by device.",
+             [](const memory::Stats& m) { return m.current_bytes; });
+  per_device("ndgc_memory_peak_bytes", "gauge", "High-water mark of bytes in use, by device.",
+             [](const memory::Stats& m) { return m.peak_bytes; });
+  per_device("ndgc_memory_reserved_bytes", "gauge", "Bytes held by the device's allocator (in use plus cached).",
+             [](const memory::Stats& m) { return m.current_bytes + m.cached_bytes; });
   gauge("ndgc_live_arrays", "gauge", "Open arrays, every manager.", snap.arrays.size());
   gauge("ndgc_orphan_arrays", "gauge", "Open arrays no handle reaches (what auto-close would close).", snap.orphan_count());
   const char* detector = !gc::enabled() ? "{detector=\"off\"}"
@@ -131,9 +142,10 @@ std::string Metrics::render() const {
   gauge("ndgc_autoclose_leaked_handles_total", "counter",
         "Handles the tracing detector (--autoclose trace) found unreachable; their arrays were closed.",
         gcs.leaked_handles);
-  gauge("ndgc_workspace_bytes", "gauge", "Workspace arena bytes held.", cpu.workspace_capacity_bytes, "{device=\"cpu\"}");
-  gauge("ndgc_workspace_spilled_bytes_total", "counter", "Bytes workspaces spilled to ordinary memory.",
-        cpu.workspace_spilled_bytes, "{device=\"cpu\"}");
+  per_device("ndgc_workspace_bytes", "gauge", "Workspace arena bytes held, by device.",
+             [](const memory::Stats& m) { return m.workspace_capacity_bytes; });
+  per_device("ndgc_workspace_spilled_bytes_total", "counter", "Bytes workspaces spilled to ordinary memory, by device.",
+             [](const memory::Stats& m) { return m.workspace_spilled_bytes; });
   gauge("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", memory::resident_bytes());
   return out;
 }

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "ndgc/device.hpp"
+
 namespace ndgc::serving {
 
 class Histogram {
@@ -48,8 +50,9 @@ struct ModelMetrics {
 
 class Metrics {
  public:
-  // Before the server starts.
-  ModelMetrics& add_model(const std::string& name, std::int64_t max_batch_size);
+  // Before the server starts. The memory series cover the CPU and every
+  // model's device.
+  ModelMetrics& add_model(const std::string& name, std::int64_t max_batch_size, Device device = Device::cpu());
   // One finished request: model "" for the server's own endpoints.
   void record_request(const std::string& model, unsigned status);
   // The whole text, memory and process series included.
@@ -57,6 +60,7 @@ class Metrics {
 
  private:
   std::map<std::string, std::unique_ptr<ModelMetrics>> models_;
+  std::vector<Device> devices_{Device::cpu()};
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, unsigned>, std::uint64_t> requests_;
 };

@@ -238,7 +238,7 @@ void Server::add_model(const std::string& name, Model& model, std::int64_t input
   TensorSpec spec;
   spec.inputs = inputs;
   spec.outputs = outputs;
-  ModelMetrics& m = impl_->metrics.add_model(name, impl_->options.max_batch_size);
+  ModelMetrics& m = impl_->metrics.add_model(name, impl_->options.max_batch_size, model.manager().device());
   impl_->models.emplace(name, Impl::Served{&model, spec, &m, nullptr});
 }
 

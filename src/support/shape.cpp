@@ -70,4 +70,19 @@ std::string Device::to_string() const {
   return type == DeviceType::cpu ? std::string("cpu()") : fmt::format("gpu({})", index);
 }
 
+std::optional<Device> parse_device(std::string_view text) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "gpu") return Device::gpu(0);
+  if (!text.starts_with("gpu:") || text.size() == 4 || text.size() > 6) return std::nullopt;
+  int index = 0;
+  for (char c : text.substr(4)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    index = index * 10 + (c - '0');
+  }
+  if (index >= kMaxGpus) return std::nullopt;
+  return Device::gpu(index);
+}
+
+std::string device_argument(Device device) { return device.is_cpu() ? "cpu" : fmt::format("gpu:{}", device.index); }
+
 }  // namespace ndgc

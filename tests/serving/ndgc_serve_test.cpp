@@ -109,6 +109,17 @@ TEST_CASE("ndgc-serve: bad command lines exit 2, a missing model file 1") {
   CHECK(Child({"--model", "x=/nonexistent.model", "--port", "0"}).wait() == 1);
   CHECK(Child({"--model", "x=y", "--autoclose", "sometimes"}).wait() == 2);
   CHECK(Child({"--model", "x=y", "--compute-threads", "0"}).wait() == 2);
+  CHECK(Child({"--model", "x=y", "--device", "tpu"}).wait() == 2);
+}
+
+TEST_CASE("ndgc-serve --device on a GPU that cannot be used: exit 2, naming the option and the device") {
+  // gpu:15: no machine that runs these tests has sixteen GPUs; here the CUDA
+  // engine is either not linked or finds no such device.
+  Child child({"--model", "x=y", "--device", "gpu:15"}, true);
+  const std::string message = child.line();
+  CHECK(child.wait() == 2);
+  CHECK(message.find("ndgc-serve --device gpu:15") != std::string::npos);
+  CHECK(message.find("gpu(15)") != std::string::npos);
 }
 
 #ifdef NDGC_SERVE_TRACE_BUILT

@@ -1,7 +1,8 @@
 // The server end to end (src/serving/server.cpp and below), in-process on
 // port 0 with a real HTTP client: every endpoint, every error status with its
 // message, 64 concurrent clients, a full queue, memory that stays flat, a
-// slow client, and shutdown with requests in flight.
+// slow client, shutdown with requests in flight, and a model on the
+// simulated GPU (tests/sim_gpu.hpp).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include <ndgc/serving.hpp>
 
 #include "serving/http_client.hpp"
+#include "sim_gpu.hpp"
 
 namespace ndgc::serving {
 namespace {
@@ -483,6 +485,41 @@ TEST_CASE("headers over the limit: 431 naming it") {
   test::ClientResponse res;
   test::http::read(c.stream(), buffer, res);
   check_error(res, 431, "headers are over the limit of 1024 bytes");
+}
+
+}  // namespace ndgc::serving
+
+namespace ndgc::serving {
+
+TEST_CASE("a model on gpu(0): the CPU's answers, its device's memory series, device bytes flat after warm-up") {
+  Fixture f;  // the same weights on the CPU (seed 7), for the expected answers
+  ndgc::test::SimGpu gpu;
+  {
+    set_random_seed(7);
+    Model model("served", Architecture::mlp(4, 3, {5}).make_block(), Device::gpu(0));
+    model.initialize(Shape{1, 4});
+    Server server(test_options());
+    server.add_model("fashion", model, 4, 3);
+    Client c(server.start());
+    REQUIRE(c.post("/v2/models/fashion/infer", infer_body({1, 2, 3, 4})).result_int() == 200);  // warm-up
+    const std::uint64_t device_bytes = memory::stats(Device::gpu(0)).current_bytes;
+    const std::size_t arrays = debug::snapshot().arrays.size();
+    const std::uint64_t downloads = gpu.to_host_calls();
+    for (int i = 0; i < 20; ++i) {
+      const std::vector<float> row{float(i), -1, 0.5f, 2};
+      const auto r = c.post("/v2/models/fashion/infer", infer_body(row));
+      REQUIRE(r.result_int() == 200);
+      check_close(output_of(r.body()), f.expected(row));
+    }
+    CHECK(gpu.to_host_calls() - downloads >= 20);  // each batch's outputs came back from the device
+    CHECK(memory::stats(Device::gpu(0)).current_bytes == device_bytes);
+    CHECK(debug::snapshot().arrays.size() == arrays);
+    const std::string metrics = c.get("/metrics").body();
+    CHECK(metrics.find(fmt::format("ndgc_memory_bytes_in_use{{device=\"gpu:0\"}} {}\n", device_bytes)) != std::string::npos);
+    CHECK(metrics.find("ndgc_memory_reserved_bytes{device=\"gpu:0\"}") != std::string::npos);
+    CHECK(metrics.find("ndgc_memory_bytes_in_use{device=\"cpu\"}") != std::string::npos);
+    CHECK(server.shutdown(std::chrono::seconds(5)));
+  }
 }
 
 }  // namespace ndgc::serving

@@ -27,8 +27,16 @@ TEST_CASE("Shape basics, DJL spelling") {
   CHECK_THROWS_AS(full.push_back(1), InvalidArgument);
 }
 
-TEST_CASE("devices print as DJL does") {
+TEST_CASE("devices print as DJL does and parse as command lines spell them") {
   CHECK(Device::cpu().to_string() == "cpu()");
   CHECK(Device::gpu(1).to_string() == "gpu(1)");
   CHECK(Device::gpu(0) != Device::cpu());
+  CHECK(parse_device("cpu") == Device::cpu());
+  CHECK(parse_device("gpu") == Device::gpu(0));
+  CHECK(parse_device("gpu:15") == Device::gpu(15));
+  for (const char* bad : {"gpu:16", "gpu:", "GPU", "gpu:1x", "gpu:007", "cpu:0", ""})
+    CHECK_MESSAGE(!parse_device(bad), bad);
+  CHECK(device_argument(Device::gpu(2)) == "gpu:2");
+  CHECK(device_argument(Device::cpu()) == "cpu");
+  CHECK(parse_device(device_argument(Device::gpu(7))) == Device::gpu(7));
 }

@@ -23,6 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include <ndgc/debug.hpp>
+#include <ndgc/device.hpp>
 #include <ndgc/error.hpp>
 #include <ndgc/gc.hpp>
 #include <ndgc/memory.hpp>
@@ -46,6 +47,7 @@ struct Options {
   std::string workspace = "off";
   std::string leak = "none";
   std::string admin_token;
+  std::string device = "cpu";
   int compute_threads = 0;  // 0: the machine's intra-op threads shared by every model's workers
 };
 
@@ -65,6 +67,15 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.models, "NAME=FILE: serve the model file FILE as NAME (repeatable)")->required();
   app.add_option("--host", o.server.host, "Address to bind");
   app.add_option("--port", o.server.port, "Port (0: any free port)");
+  app.add_option("--device", o.device,
+                 "Where the models run: cpu, gpu (gpu:0) or gpu:N; requests are decoded on the host, each batch is "
+                 "copied over and its outputs back")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            if (ndgc::parse_device(v)) return std::string();
+            return "must be cpu, gpu or gpu:N with N from 0 to " + std::to_string(ndgc::kMaxGpus - 1);
+          },
+          "cpu|gpu[:N]", "device"));
   app.add_option("--io-threads", o.server.io_threads, "Threads running the HTTP connections")->check(CLI::Range(1, 256));
   app.add_option("--workers", o.server.workers, "Inference threads per model")->check(CLI::Range(1, 256));
   app.add_option("--compute-threads", o.compute_threads,
@@ -100,11 +111,13 @@ int main(int argc, char** argv) {
     std::cerr << "ndgc-serve: --autoclose trace runs in ndgc-serve-trace, which cannot start: " << why << '\n';
     return 2;
   }
+  const ndgc::Device device = *ndgc::parse_device(o.device);
   try {
+    ndgc::check_device(device, "ndgc-serve --device " + o.device);  // the engine linked and the GPU usable
     // See --compute-threads: the workers of every model share the cores.
     const int workers = o.server.workers * int(o.models.size());
     ndgc::set_num_threads(o.compute_threads > 0 ? o.compute_threads : std::max(1, ndgc::num_threads() / workers));
-  } catch (const ndgc::InvalidArgument& e) {  // a malformed NDGC_NUM_THREADS
+  } catch (const ndgc::InvalidArgument& e) {  // no such device, or a malformed NDGC_NUM_THREADS
     std::cerr << "ndgc-serve: " << e.what() << '\n';
     return 2;
   }
@@ -132,7 +145,7 @@ int main(int argc, char** argv) {
           std::cerr << "ndgc-serve: --model " << spec << ": expected NAME=FILE\n";
           return 2;
         }
-        ndgc::LoadedModel& m = models.emplace_back(ndgc::load_model_file(spec.substr(eq + 1), spec.substr(0, eq)));
+        ndgc::LoadedModel& m = models.emplace_back(ndgc::load_model_file(spec.substr(eq + 1), spec.substr(0, eq), device));
         server.add_model(m.model.name(), m.model, m.architecture.inputs, m.architecture.outputs);
       }
       const unsigned short port = server.start();

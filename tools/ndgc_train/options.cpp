@@ -28,23 +28,6 @@ std::string config_name(RunMode mode) {
 
 std::string_view to_string(Leak leak) noexcept { return leak == Leak::model ? "model" : "none"; }
 
-std::optional<Device> parse_device(std::string_view text) {
-  if (text == "cpu") return Device::cpu();
-  if (text == "gpu") return Device::gpu(0);
-  if (!text.starts_with("gpu:") || text.size() == 4 || text.size() > 6) return std::nullopt;
-  int index = 0;
-  for (char c : text.substr(4)) {
-    if (c < '0' || c > '9') return std::nullopt;
-    index = index * 10 + (c - '0');
-  }
-  if (index >= kMaxGpus) return std::nullopt;
-  return Device::gpu(index);
-}
-
-std::string device_argument(Device device) {
-  return device.is_cpu() ? "cpu" : "gpu:" + std::to_string(device.index);
-}
-
 ParseOutcome parse_options(int argc, const char* const* argv, bool trace_available) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);

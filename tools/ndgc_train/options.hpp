@@ -37,11 +37,6 @@ struct RunMode {
 // "off", "on", "trace"; with a workspace "workspace" (auto-close off) or "on+workspace".
 std::string config_name(RunMode mode);
 
-// --device: "cpu", "gpu" (gpu:0) or "gpu:N"; nullopt for anything else.
-std::optional<Device> parse_device(std::string_view text);
-// How --device spells `device`: "cpu", "gpu:0".
-std::string device_argument(Device device);
-
 struct Options {
   std::string model = "mlp";  // --model: mlp, cnn or lstm (ndgc/model_file.hpp's architectures)
   std::int64_t epochs = 3;
