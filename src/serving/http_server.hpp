@@ -16,6 +16,15 @@
 // the same deadline is the keep-alive idle timeout. While the request is
 // computed there is no deadline (the queue's own limits apply); the write
 // of the response has `read_timeout` again.
+//
+// Note [Deadlines without a timer per connection]
+// A deadline is a time stored in the connection, and one sweeper timer per
+// server checks them every `read_timeout / 4` (5 ms to 1 s): a connection
+// past its deadline is closed on its strand, so it is cut off between 1 and
+// 1.25 times `read_timeout` after the read began. Beast's tcp_stream instead
+// arms an Asio timer around every socket operation, and each arming is a
+// timerfd_settime system call: under strace, 10 per request of one 784-float
+// row, beside 9 reads and 1 send (perf/RESULTS.md, "ndgc-serve under load").
 #pragma once
 
 #include <atomic>
@@ -32,11 +41,15 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 namespace ndgc::serving {
+
+namespace detail {
+class Connection;  // http_server.cpp
+}
 
 using Request = boost::beast::http::request<boost::beast::http::string_body>;
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
@@ -55,7 +68,7 @@ struct HttpOptions {
   int io_threads = 1;
   std::uint64_t max_body_bytes = 64ull << 20;
   std::uint32_t max_header_bytes = 16u << 10;
-  std::chrono::milliseconds read_timeout{30000};  // Note [One deadline per request]
+  std::chrono::milliseconds read_timeout{30000};  // Notes [One deadline per request], [Deadlines without a timer ...]
 };
 
 class HttpServer {
@@ -79,6 +92,8 @@ class HttpServer {
 
  private:
   void accept();
+  // Closes the connections past their deadline, then waits a tick and again.
+  void sweep();
   HttpOptions options_;
   Handler handler_;
   LimitHandler on_limit_;
@@ -87,11 +102,12 @@ class HttpServer {
   // and nothing else is pending (after stop_accepting, it would return).
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer sweeper_;  // Note [Deadlines without a timer per connection]
   std::vector<std::thread> threads_;
   unsigned short port_ = 0;
   std::atomic<std::int64_t> in_flight_{0};
   std::mutex connections_mutex_;
-  std::vector<std::weak_ptr<boost::beast::tcp_stream>> connections_;  // pruned as they end
+  std::vector<std::weak_ptr<detail::Connection>> connections_;  // pruned as they end
 };
 
 }  // namespace ndgc::serving

@@ -254,7 +254,31 @@ TEST_CASE("a client that trickles its request is cut off at the read deadline") 
   char byte;
   c.stream().socket().read_some(test::beast::net::buffer(&byte, 1), ec);  // the server closed it
   CHECK(ec);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= std::chrono::milliseconds(200));  // not before the deadline
+  CHECK(elapsed < std::chrono::seconds(3));
+}
+
+TEST_CASE("the deadline: an idle keep-alive connection closes after it; a request computed for longer is answered") {
+  Fixture f;
+  ServerOptions o = test_options();
+  o.read_timeout = std::chrono::milliseconds(100);
+  o.max_queue_delay_us = 400000;  // a lone request waits 400 ms in the batcher for company
+  o.max_batch_size = 64;
+  Server server(o);
+  server.add_model("fashion", f.model, 4, 3);
+  const unsigned short port = server.start();
+  Client computing(port);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(computing.post("/v2/models/fashion/infer", infer_body({1, 2, 3, 4})).result_int() == 200);
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(400));  // 4 deadlines' worth
+  Client idle(port);
+  CHECK(idle.get("/v2/health/live").result_int() == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // idle past the deadline (and a sweep)
+  test::beast::error_code ec;
+  char byte;
+  idle.stream().socket().read_some(test::beast::net::buffer(&byte, 1), ec);
+  CHECK(ec == test::beast::net::error::eof);  // the server closed it
 }
 
 TEST_CASE("shutdown answers the requests in flight, then refuses with 503") {
