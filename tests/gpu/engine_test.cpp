@@ -17,6 +17,8 @@
 
 #include <ndgc/ndgc.hpp>
 
+#include "gpu/check_same.hpp"
+
 #include "ops/optimizer_update.hpp"
 
 using namespace ndgc;
@@ -51,22 +53,7 @@ struct Devices {
   }
 };
 
-// Same shape, dtype and values (within the dtype's tolerance, NaN matching NaN).
-void check_same(const NDArray& c, const NDArray& g, double tol, const std::string& what) {
-  INFO(what);
-  REQUIRE(g.device() == Device::gpu(0));
-  REQUIRE(c.shape() == g.shape());
-  REQUIRE(c.dtype() == g.dtype());
-  const std::vector<double> x = c.to_vector<double>(), y = g.to_vector<double>();
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i])) {
-      CHECK(std::isnan(y[i]));
-    } else {
-      INFO("element " << i << ": cpu " << x[i] << " gpu " << y[i]);
-      CHECK(std::abs(x[i] - y[i]) <= tol * (1 + std::abs(x[i])));
-    }
-  }
-}
+using gpu_test::check_same;
 
 // Runs `op` on both devices' inputs and compares.
 void compare(const Inputs& in, const std::function<NDArray(const NDArray&)>& op, double tol, const std::string& what) {

@@ -15,6 +15,8 @@
 
 #include <ndgc/ndgc.hpp>
 
+#include "gpu/check_same.hpp"
+
 #include "ops/engine.hpp"
 
 using namespace ndgc;
@@ -57,19 +59,7 @@ struct Devices {
   }
 };
 
-// Same shape, dtype and values within `tolerance` relative to (1 + |cpu|).
-void check_same(const NDArray& c, const NDArray& g, double tolerance, const std::string& what) {
-  INFO(what);
-  REQUIRE(g.device() == Device::gpu(0));
-  REQUIRE(c.shape() == g.shape());
-  REQUIRE(c.dtype() == g.dtype());
-  const std::vector<double> x = c.to_vector<double>(), y = g.to_vector<double>();
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    INFO("element " << i << ": cpu " << x[i] << " gpu " << y[i]);
-    if (std::isnan(x[i])) CHECK(std::isnan(y[i]));
-    else CHECK(std::abs(x[i] - y[i]) <= tolerance * (1 + std::abs(x[i])));
-  }
-}
+using gpu_test::check_same;
 
 // An op of some inputs, run on one side (the inputs are that side's arrays).
 using Op = std::function<NDArray(const std::vector<NDArray>&)>;
