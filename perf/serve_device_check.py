@@ -17,9 +17,10 @@ import json
 import random
 import re
 import signal
-import subprocess
 import sys
 import time
+
+import serve_process
 
 failures = 0
 
@@ -33,18 +34,12 @@ def check(ok, what):
 
 class Server:
     def __init__(self, serve, model, device, extra):
-        self.proc = subprocess.Popen([serve, "--model", "m=" + model, "--port", "0", "--device", device] + extra,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("listening on http://"):
-            sys.exit(f"ndgc-serve --device {device} did not start: {line!r} {self.proc.stderr.read()}")
-        host, port = line.strip().rsplit("/", 1)[1].rsplit(":", 1)
-        self.conn = http.client.HTTPConnection(host, int(port))
+        self.proc, host, port = serve_process.start(serve, model, device, extra)
+        self.conn = http.client.HTTPConnection(host, port)
         self.device = device
 
     def infer(self, row):
-        body = json.dumps({"inputs": [{"name": "input", "shape": [1, len(row)], "datatype": "FP32", "data": row}]})
-        self.conn.request("POST", "/v2/models/m/infer", body, {"Content-Type": "application/json"})
+        self.conn.request("POST", "/v2/models/m/infer", serve_process.infer_body(row), {"Content-Type": "application/json"})
         r = self.conn.getresponse()
         data = r.read()
         if r.status != 200:
@@ -71,12 +66,9 @@ def percentile(values, p):
 
 def main():
     a = argparse.ArgumentParser()
-    a.add_argument("--serve", required=True)
-    a.add_argument("--model", required=True)
-    a.add_argument("--device", default="gpu")
+    serve_process.add_server_arguments(a)
     a.add_argument("--requests", type=int, default=2000)
     a.add_argument("--features", type=int, default=784)
-    a.add_argument("--extra", default="", help="more ndgc-serve options for both servers")
     o = a.parse_args()
     extra = o.extra.split()
     rng = random.Random(5)

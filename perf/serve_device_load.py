@@ -11,14 +11,13 @@ Runs the server twice, --max-batch-size 1 then 32 (both with
 (/metrics) and the ratio. Standard library only."""
 import argparse
 import http.client
-import json
 import multiprocessing
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
+
+import serve_process
 
 
 def client(host, port, body, seconds, threads, out):
@@ -54,15 +53,9 @@ def metrics(host, port):
 
 
 def measure(o, batch):
-    args = [o.serve, "--model", "m=" + o.model, "--port", "0", "--device", o.device, "--max-batch-size", str(batch),
-            "--max-queue-delay-us", str(o.delay_us)] + o.extra.split()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("listening on http://"):
-        sys.exit(f"ndgc-serve did not start: {line!r}")
-    host, port = line.strip().rsplit("/", 1)[1].rsplit(":", 1)
-    port = int(port)
-    body = json.dumps({"inputs": [{"name": "input", "shape": [1, 784], "datatype": "FP32", "data": [0.5] * 784}]})
+    options = ["--max-batch-size", str(batch), "--max-queue-delay-us", str(o.delay_us)] + o.extra.split()
+    proc, host, port = serve_process.start(o.serve, o.model, o.device, options)
+    body = serve_process.infer_body([0.5] * 784)
     out = multiprocessing.Queue()
     ps = [multiprocessing.Process(target=client, args=(host, port, body, o.seconds, o.threads, out))
           for _ in range(o.processes)]
@@ -81,14 +74,11 @@ def measure(o, batch):
 
 def main():
     a = argparse.ArgumentParser()
-    a.add_argument("--serve", required=True)
-    a.add_argument("--model", required=True)
-    a.add_argument("--device", default="gpu")
+    serve_process.add_server_arguments(a)
     a.add_argument("--processes", type=int, default=8)
     a.add_argument("--threads", type=int, default=8)
     a.add_argument("--seconds", type=float, default=5)
     a.add_argument("--delay-us", type=int, default=200)
-    a.add_argument("--extra", default="")
     o = a.parse_args()
     results = {}
     print(f"--device {o.device}, {o.processes * o.threads} connections, {o.seconds} s each, --max-queue-delay-us {o.delay_us}")

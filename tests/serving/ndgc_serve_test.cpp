@@ -109,7 +109,9 @@ TEST_CASE("ndgc-serve: bad command lines exit 2, a missing model file 1") {
   CHECK(Child({"--model", "x=/nonexistent.model", "--port", "0"}).wait() == 1);
   CHECK(Child({"--model", "x=y", "--autoclose", "sometimes"}).wait() == 2);
   CHECK(Child({"--model", "x=y", "--compute-threads", "0"}).wait() == 2);
-  CHECK(Child({"--model", "x=y", "--device", "tpu"}).wait() == 2);
+  Child tpu({"--model", "x=y", "--device", "tpu"}, true);
+  CHECK(tpu.line().find("--device: must be cpu, gpu or gpu:N with N from 0 to 15") != std::string::npos);
+  CHECK(tpu.wait() == 2);
 }
 
 TEST_CASE("ndgc-serve --device on a GPU that cannot be used: exit 2, naming the option and the device") {

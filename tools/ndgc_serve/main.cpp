@@ -34,6 +34,7 @@
 #include <ndgc/trace.hpp>
 #endif
 
+#include "common/device_option.hpp"
 #include "common/program_beside.hpp"
 
 namespace {
@@ -70,12 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device,
                  "Where the models run: cpu, gpu (gpu:0) or gpu:N; requests are decoded on the host, each batch is "
                  "copied over and its outputs back")
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            if (ndgc::parse_device(v)) return std::string();
-            return "must be cpu, gpu or gpu:N with N from 0 to " + std::to_string(ndgc::kMaxGpus - 1);
-          },
-          "cpu|gpu[:N]", "device"));
+      ->check(ndgc::tools::device_validator());
   app.add_option("--io-threads", o.server.io_threads, "Threads running the HTTP connections")->check(CLI::Range(1, 256));
   app.add_option("--workers", o.server.workers, "Inference threads per model")->check(CLI::Range(1, 256));
   app.add_option("--compute-threads", o.compute_threads,

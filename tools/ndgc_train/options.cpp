@@ -10,6 +10,8 @@
 #include <ndgc/error.hpp>
 #include <ndgc/memory.hpp>
 
+#include "common/device_option.hpp"
+
 namespace ndgc::train_tool {
 
 std::string_view to_string(AutoClose mode) noexcept {
@@ -90,12 +92,7 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
   app.add_option("--device", device_name,
                  "Where the model trains: cpu, gpu (gpu:0) or gpu:N; the data stays on the host and each batch is "
                  "copied over")
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            return parse_device(v) ? std::string()
-                                   : "must be cpu, gpu or gpu:N with N from 0 to " + std::to_string(kMaxGpus - 1);
-          },
-          "cpu|gpu[:N]", "device"));
+      ->check(tools::device_validator());
   auto* gpu_limit = app.add_option("--gpu-limit", gpu_limit_text,
                                    "Bytes the run may hold on its GPU at once (k, m, g suffixes; memory::set_limit): "
                                    "a run over it ends in OutOfMemory, which the report shows")

@@ -37,8 +37,9 @@ struct Split {
 // leading reduced axes, K the kept run, S the trailing reduced ones), the
 // rows of [P·K, S] are reduced in place into a [P, K] scratch, whose columns
 // then reduce into the K outputs: no copy, and a fixed order (the same bits
-// at any thread count). Integer means are left to the copy: a mean of
-// truncated means is not the mean.
+// at any thread count). A mean sums both ways and divides once. Floating
+// inputs only (the ops layer has converted integer means to float32 by
+// then); integer sums, maxima and minima keep the copy.
 struct BothSides {
   std::int64_t prefix = 1, kept = 1, suffix = 1;
   bool ok = true;
@@ -225,8 +226,8 @@ void CpuEngine::reduce(Reduce op, const TensorView& in, std::uint32_t axes, cons
         if (in.is_contiguous() && b.ok && b.prefix > 1 && b.suffix > 1) {
           const Scratch partial(contiguous_view(nullptr, in.dtype, Shape{b.prefix, b.kept}));
           T* p = static_cast<T*>(partial.view().data);
-          // A mean sums both ways and divides once, as a one-pass mean does:
-          // (total / S) / P can differ from total / (P·S) in the last bit.
+          // Dividing once, as a one-pass mean does: (total / S) / P can
+          // differ from total / (P·S) in the last bit.
           const Reduce pass = op == Reduce::mean ? Reduce::sum : op;
           reduce_rows<T>(pass, RowMat<T>(static_cast<const T*>(in.data), b.prefix * b.kept, b.suffix), p);
           reduce_cols<T>(pass, RowMat<T>(p, b.prefix, b.kept), o);
