@@ -69,6 +69,9 @@ struct HttpOptions {
   std::uint64_t max_body_bytes = 64ull << 20;
   std::uint32_t max_header_bytes = 16u << 10;
   std::chrono::milliseconds read_timeout{30000};  // Notes [One deadline per request], [Deadlines without a timer ...]
+  // How long an I/O thread polls for more work before it sleeps; 0: never
+  // polls (Note [Polling before sleeping]).
+  std::chrono::microseconds poll{25};
 };
 
 class HttpServer {
@@ -91,6 +94,8 @@ class HttpServer {
   std::int64_t in_flight() const noexcept { return in_flight_.load(); }
 
  private:
+  // One I/O thread's loop: io_.run(), or polling first (Note [Polling before sleeping]).
+  void run_io();
   void accept();
   // Closes the connections past their deadline, then waits a tick and again.
   void sweep();

@@ -259,6 +259,7 @@ unsigned short Server::start() {
   h.host = o.host;
   h.port = o.port;
   h.io_threads = o.io_threads;
+  h.poll = std::chrono::microseconds(std::max<std::int64_t>(0, o.io_poll_us));
   h.max_body_bytes = o.max_body_bytes;
   h.max_header_bytes = o.max_header_bytes;
   h.read_timeout = o.read_timeout;

@@ -88,7 +88,7 @@ double metric(const std::string& body, const std::string& name) {
 
 TEST_CASE("ndgc-serve: listening line, a prediction, SIGTERM exits 0 with no array left") {
   const auto file = tiny_model_file("plain");
-  Child child({"--model", "tiny=" + file.string(), "--port", "0", "--workers", "2"});
+  Child child({"--model", "tiny=" + file.string(), "--port", "0", "--workers", "2", "--io-poll-us", "0"});
   const unsigned short port = port_of(child.line());
   {
     test::Client c(port);
@@ -109,6 +109,9 @@ TEST_CASE("ndgc-serve: bad command lines exit 2, a missing model file 1") {
   CHECK(Child({"--model", "x=/nonexistent.model", "--port", "0"}).wait() == 1);
   CHECK(Child({"--model", "x=y", "--autoclose", "sometimes"}).wait() == 2);
   CHECK(Child({"--model", "x=y", "--compute-threads", "0"}).wait() == 2);
+  Child poll({"--model", "x=y", "--io-poll-us", "-1"}, true);
+  CHECK(poll.line().find("--io-poll-us") != std::string::npos);
+  CHECK(poll.wait() == 2);
   Child tpu({"--model", "x=y", "--device", "tpu"}, true);
   CHECK(tpu.line().find("--device: must be cpu, gpu or gpu:N with N from 0 to 15") != std::string::npos);
   CHECK(tpu.wait() == 2);

@@ -1,8 +1,8 @@
 // The server end to end (src/serving/server.cpp and below), in-process on
 // port 0 with a real HTTP client: every endpoint, every error status with its
 // message, 64 concurrent clients, a full queue, memory that stays flat, a
-// slow client, shutdown with requests in flight, and a model on the
-// simulated GPU (tests/sim_gpu.hpp).
+// slow client, I/O threads that poll and then sleep, shutdown with requests
+// in flight, and a model on the simulated GPU (tests/sim_gpu.hpp).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -234,6 +235,37 @@ TEST_CASE("memory stays flat: live arrays and bytes in use exactly as after warm
     }
   };
   check_memory_flat(burst, 20, 200);
+}
+
+// The CPU time of this process's threads.
+std::chrono::nanoseconds process_cpu() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+TEST_CASE("I/O threads poll for a while after work, and an idle server sleeps (Note [Polling before sleeping])") {
+  Fixture f;
+  const std::vector<float> row{0.5f, -1, 2, 0.25f};
+  const std::vector<float> expected = f.expected(row);
+  for (std::int64_t poll_us : {std::int64_t{0}, std::int64_t{25}, std::int64_t{2000}}) {
+    CAPTURE(poll_us);
+    ServerOptions o = test_options();
+    o.io_threads = 2;
+    o.io_poll_us = poll_us;
+    Server server(o);
+    server.add_model("fashion", f.model, 4, 3);
+    Client c(server.start());
+    for (int i = 0; i < 20; ++i) check_close(output_of(c.post("/v2/models/fashion/infer", infer_body(row)).body()), expected);
+    // Idle: both I/O threads sleep once their window has passed. Two threads
+    // that kept polling would spend several times the limit in these 400 ms
+    // (a 1 s window spent 790 ms).
+    const auto before = process_cpu();
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    CHECK(process_cpu() - before < std::chrono::milliseconds(100));
+    CHECK(c.get("/v2/health/live").result_int() == 200);  // and still wake for the next request
+    CHECK(server.shutdown(std::chrono::seconds(5)));
+  }
 }
 
 TEST_CASE("a client that trickles its request is cut off at the read deadline") {

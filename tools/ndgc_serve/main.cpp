@@ -73,11 +73,14 @@ int main(int argc, char** argv) {
                  "copied over and its outputs back")
       ->check(ndgc::tools::device_validator());
   app.add_option("--io-threads", o.server.io_threads, "Threads running the HTTP connections")->check(CLI::Range(1, 256));
+  app.add_option("--io-poll-us", o.server.io_poll_us,
+                 "Microseconds an I/O thread that ran out of work polls for more before it sleeps (0: never)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1'000'000}));
   app.add_option("--workers", o.server.workers, "Inference threads per model")->check(CLI::Range(1, 256));
   app.add_option("--compute-threads", o.compute_threads,
                  "Threads inside each op (ndgc::set_num_threads). Default: ndgc::num_threads() (NDGC_NUM_THREADS, "
-                 "else the cores) divided by the inference threads of all models, at least 1, so that busy workers "
-                 "and the intra-op pool do not oversubscribe the machine")
+                 "else the cores) less the I/O threads, divided by the inference threads of all models, at least 1, "
+                 "so that busy workers, the intra-op pool and the connections do not oversubscribe the machine")
       ->check(CLI::Range(1, 4096));
   app.add_option("--max-batch-size", o.server.max_batch_size, "Rows per forward pass at most")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
@@ -110,9 +113,13 @@ int main(int argc, char** argv) {
   const ndgc::Device device = *ndgc::parse_device(o.device);
   try {
     ndgc::check_device(device, "ndgc-serve --device " + o.device);  // the engine linked and the GPU usable
-    // See --compute-threads: the workers of every model share the cores.
+    // See --compute-threads: the workers of every model share the cores that the I/O threads leave
+    // (perf/RESULTS.md, ndgc-serve's sixth and seventh passes: the CNN batched at 0.49x on two cores when
+    // the pool took both).
     const int workers = o.server.workers * int(o.models.size());
-    ndgc::set_num_threads(o.compute_threads > 0 ? o.compute_threads : std::max(1, ndgc::num_threads() / workers));
+    ndgc::set_num_threads(o.compute_threads > 0
+                              ? o.compute_threads
+                              : std::max(1, (ndgc::num_threads() - o.server.io_threads) / workers));
   } catch (const ndgc::InvalidArgument& e) {  // no such device, or a malformed NDGC_NUM_THREADS
     std::cerr << "ndgc-serve: " << e.what() << '\n';
     return 2;
