@@ -169,8 +169,11 @@ void CpuEngine::batch_norm(const TensorView& x, const TensorView& mean, const Te
       for (std::int64_t p = lo; p < hi; ++p) {
         const std::int64_t ch = p % c;
         const double m = double(mv[ch]), rstd = 1.0 / std::sqrt(double(vv[ch]) + eps);
-        for (std::int64_t j = 0; j < s; ++j)
-          o[p * s + j] = T((double(in[p * s + j]) - m) * rstd) * ga[ch] + be[ch];
+        const T scale = ga[ch], shift = be[ch];
+        const T* row = in + p * s;
+        T* orow = o + p * s;
+#pragma omp simd
+        for (std::int64_t j = 0; j < s; ++j) orow[j] = T((double(row[j]) - m) * rstd) * scale + shift;
       }
     });
   });
@@ -206,17 +209,20 @@ void CpuEngine::batch_norm_backward(const TensorView& x, const TensorView& mean,
         if (dg) dg[ch] = T(sgx);
         if (db) db[ch] = T(sg);
         if (!d) continue;
-        const double scale = double(ga[ch]) * rstd;
-        for (std::int64_t i = 0; i < n; ++i)
-          for (std::int64_t j = 0; j < s; ++j) {
-            const std::int64_t at = (i * c + ch) * s + j;
-            if (training) {
-              const double xhat = (double(in[at]) - m) * rstd;
-              d[at] = T(scale * (double(gin[at]) - sg / count - xhat * sgx / count));
-            } else {
-              d[at] = T(scale * double(gin[at]));
-            }
+        const double scale = double(ga[ch]) * rstd, mean_g = sg / count, mean_gx = sgx / count;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const T* grow = gin + (i * c + ch) * s;
+          const T* xrow = in + (i * c + ch) * s;
+          T* drow = d + (i * c + ch) * s;
+          if (training) {
+#pragma omp simd
+            for (std::int64_t j = 0; j < s; ++j)
+              drow[j] = T(scale * ((double(grow[j]) - mean_g) - (double(xrow[j]) - m) * rstd * mean_gx));
+          } else {
+#pragma omp simd
+            for (std::int64_t j = 0; j < s; ++j) drow[j] = T(scale * double(grow[j]));
           }
+        }
       }
     });
   });
