@@ -54,29 +54,42 @@ class Conv2d : public Block {
   Parameter* bias_ = nullptr;
 };
 
-// max_pool2d / avg_pool2d over x [N, C, H, W]; no parameters.
-class MaxPool2d : public Block {
+namespace detail {
+// What MaxPool2d and AvgPool2d share: the window, checked when built (errors
+// name the block, as describe() does), the output shape and the description.
+class Pool2d : public Block {
  public:
-  MaxPool2d(Pair kernel, Pair stride, Pair padding = {0, 0});
   using Block::forward;
   NDList forward(const NDList& inputs) override;
   Shape output_shape(const Shape& input_shape) const override;
   std::string describe() const override;
 
+ protected:
+  Pool2d(const char* name, Pair kernel, Pair stride, Pair padding);
+  // The op over x with this block's window.
+  virtual NDArray pool(const NDArray& x, Pair kernel, Pair stride, Pair padding) const = 0;
+
  private:
+  const char* name_;
   Pair kernel_, stride_, padding_;
 };
+}  // namespace detail
 
-class AvgPool2d : public Block {
+// max_pool2d / avg_pool2d over x [N, C, H, W]; no parameters.
+class MaxPool2d : public detail::Pool2d {
  public:
-  AvgPool2d(Pair kernel, Pair stride, Pair padding = {0, 0});
-  using Block::forward;
-  NDList forward(const NDList& inputs) override;
-  Shape output_shape(const Shape& input_shape) const override;
-  std::string describe() const override;
+  MaxPool2d(Pair kernel, Pair stride, Pair padding = {0, 0});
 
  private:
-  Pair kernel_, stride_, padding_;
+  NDArray pool(const NDArray& x, Pair kernel, Pair stride, Pair padding) const override;
+};
+
+class AvgPool2d : public detail::Pool2d {
+ public:
+  AvgPool2d(Pair kernel, Pair stride, Pair padding = {0, 0});
+
+ private:
+  NDArray pool(const NDArray& x, Pair kernel, Pair stride, Pair padding) const override;
 };
 
 // batch_norm over channel axis 1 of x [N, C, ...]. "gamma" [C] (ones) and

@@ -7,6 +7,9 @@
 // batch_norm's channel sums (hundreds of thousands of values) run in Lanes:
 // eight interleaved partial sums, so the additions are independent rather
 // than one chain of 4-cycle dependent adds.
+// batch_norm's element loops (the forward, and dx) run per plane row with
+// the channel's constants hoisted, vectorised by `omp simd` (the file is
+// built with -fopenmp-simd, no OpenMP runtime).
 // Parameter vectors ([D] or [C]) may be strided views; x, g and the outputs
 // are contiguous (the ops layer and autograd see to it).
 #include <cmath>
