@@ -60,6 +60,12 @@ struct ServerOptions {
   std::string admin_token;
 };
 
+// The threads inside each op (ndgc::set_num_threads) for a server of
+// `models` models on `cores` cores: what the I/O threads leave, shared by
+// every model's workers, at least 1. A pool that also took the I/O threads'
+// cores made batching slower than none on two cores (perf/RESULTS.md).
+int compute_threads_for(const ServerOptions& options, int models, int cores);
+
 class Server {
  public:
   explicit Server(ServerOptions options);

@@ -224,6 +224,11 @@ struct Server::Impl {
   }
 };
 
+int compute_threads_for(const ServerOptions& options, int models, int cores) {
+  const int inference_threads = std::max(1, options.workers) * std::max(1, models);
+  return std::max(1, (cores - std::max(1, options.io_threads)) / inference_threads);
+}
+
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   impl_->routes();
   if (!impl_->options.admin_token.empty()) impl_->admin_routes();

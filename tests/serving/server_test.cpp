@@ -268,6 +268,19 @@ TEST_CASE("I/O threads poll for a while after work, and an idle server sleeps (N
   }
 }
 
+TEST_CASE("compute_threads_for: the cores the I/O threads leave, shared by every model's workers, at least 1") {
+  ServerOptions o;
+  CHECK(compute_threads_for(o, 1, 2) == 1);   // one core for the connections, one for the pool
+  CHECK(compute_threads_for(o, 1, 16) == 15);
+  o.workers = 2;
+  CHECK(compute_threads_for(o, 2, 16) == 3);  // 15 cores over 4 inference threads
+  o.io_threads = 4;
+  CHECK(compute_threads_for(o, 2, 16) == 3);  // 12 over 4
+  CHECK(compute_threads_for(o, 1, 2) == 1);   // fewer cores than I/O threads: still 1
+  o.workers = 0;                              // clamped as the batcher clamps it
+  CHECK(compute_threads_for(o, 0, 6) == 2);
+}
+
 TEST_CASE("a client that trickles its request is cut off at the read deadline") {
   Fixture f;
   ServerOptions o = test_options();

@@ -113,13 +113,9 @@ int main(int argc, char** argv) {
   const ndgc::Device device = *ndgc::parse_device(o.device);
   try {
     ndgc::check_device(device, "ndgc-serve --device " + o.device);  // the engine linked and the GPU usable
-    // See --compute-threads: the workers of every model share the cores that the I/O threads leave
-    // (perf/RESULTS.md, ndgc-serve's sixth and seventh passes: the CNN batched at 0.49x on two cores when
-    // the pool took both).
-    const int workers = o.server.workers * int(o.models.size());
-    ndgc::set_num_threads(o.compute_threads > 0
-                              ? o.compute_threads
-                              : std::max(1, (ndgc::num_threads() - o.server.io_threads) / workers));
+    ndgc::set_num_threads(o.compute_threads > 0 ? o.compute_threads
+                                                : ndgc::serving::compute_threads_for(o.server, int(o.models.size()),
+                                                                                     ndgc::num_threads()));
   } catch (const ndgc::InvalidArgument& e) {  // no such device, or a malformed NDGC_NUM_THREADS
     std::cerr << "ndgc-serve: " << e.what() << '\n';
     return 2;
