@@ -1,5 +1,6 @@
 // max_pool2d and avg_pool2d (src/ops/pooling.cpp): values by hand, padding
-// semantics, views, float32; each error path.
+// semantics, views, float32; the 2x2 stride-2 fast path of the CPU engine
+// against its general loops, bit for bit; each error path.
 #include "ops_test_util.hpp"
 
 namespace ops_test {
@@ -58,6 +59,67 @@ TEST_CASE("pooling: batches, channels, views and float32") {
   NDArray y = avg_pool2d(f, {2, 2}, {2, 2});
   CHECK(y.dtype() == DataType::float32);
   check_values(y, ref(false), 1e-6);
+}
+
+// The pool's output and the gradient it passes back to its input, for an
+// upstream gradient `up`. `stored` is a leaf holding the input, or with
+// `transposed` the input with its last two axes swapped: the pool then reads
+// it through a transpose, rows of stride H, and takes the general loops.
+std::vector<std::vector<char>> pool_and_gradient(bool max, NDArray stored, bool transposed, const NDArray& up) {
+  stored.set_requires_gradient(true);
+  const auto seen = [&](const NDArray& a) { return transposed ? a.transpose({0, 1, 3, 2}) : a; };
+  std::vector<std::vector<char>> r;
+  {
+    GradientCollector collector;
+    NDArray y = max ? max_pool2d(seen(stored), {2, 2}, {2, 2}) : avg_pool2d(seen(stored), {2, 2}, {2, 2});
+    r.push_back(bits(y));
+    collector.backward(y.mul(up).sum());
+  }
+  r.push_back(bits(seen(stored.gradient())));
+  return r;
+}
+
+TEST_CASE("pooling: 2x2 windows at stride 2 take a fast path with the general loops' bits") {
+  // Note [Pools of 2x2 windows at stride 2]: ties (the zeros after a ReLU and
+  // repeated values) go to the first tap, a NaN wins wherever it sits, -0 and
+  // +0 keep their order, the gradient lands as 0 + g (so -0 becomes +0), and
+  // rows and columns past the last window get zeros.
+  NDManager m = fresh();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DataType dtype : {DataType::float64, DataType::float32})
+    for (const Shape& shape : {Shape{2, 3, 6, 8}, Shape{1, 2, 7, 9}, Shape{1, 1, 2, 2}}) {
+      const std::int64_t h = shape[2], wd = shape[3], oh = h / 2, ow = wd / 2;
+      std::vector<double> v(std::size_t(shape.size()));
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = double(std::int64_t(i * 7 % 5) - 2);  // ties, zeros
+      v[1] = nan;  // tap b of the first window
+      if (v.size() > 40) v[std::size_t(wd) + 2] = v[std::size_t(wd) + 3] = nan, v[40] = -0.0, v[41] = 0.0;
+      std::vector<double> u(std::size_t(shape[0] * shape[1] * oh * ow));
+      for (std::size_t i = 0; i < u.size(); ++i) u[i] = i % 3 == 0 ? -0.0 : double(i) * 0.25 - 1.0;
+      NDArray x = m.create(v, shape).to_type(dtype);
+      NDArray up = m.create(u, {shape[0], shape[1], oh, ow}).to_type(dtype);
+      for (bool max : {true, false}) {
+        INFO("dtype " << to_string(dtype) << ", shape " << shape.to_string() << (max ? ", max" : ", avg"));
+        const auto fast = pool_and_gradient(max, x.dup(), false, up);
+        const auto general = pool_and_gradient(max, x.transpose({0, 1, 3, 2}).contiguous(), true, up);
+        CHECK(fast[0] == general[0]);
+        CHECK(fast[1] == general[1]);
+      }
+    }
+  // By hand: the first of equal maxima takes the gradient (5 at taps b and c,
+  // 9 at b and c), and the column and row past the last window get none.
+  NDArray x = m.create(std::vector<double>{0, 5, 3, 9, 1,  //
+                                           5, 2, 9, 3, 7,  //
+                                           4, 4, 4, 4, 4},
+                       {1, 1, 3, 5});
+  NDArray up = m.create(std::vector<double>{1, 2}, {1, 1, 1, 2});
+  check_values(max_pool2d(x, {2, 2}, {2, 2}), {5, 9});
+  pool_and_gradient(true, x, false, up);
+  check_values(x.gradient(), {0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  // a NaN wins, even after a larger number
+  NDArray n = m.create(std::vector<double>{1, 8, nan, 3}, {1, 1, 2, 2});
+  check_values(max_pool2d(n, {2, 2}, {2, 2}), {nan});
+  pool_and_gradient(true, n, false, m.create(std::vector<double>{6}, {1, 1, 1, 1}));
+  check_values(n.gradient(), {0, 0, 6, 0});
 }
 
 TEST_CASE("pooling: errors name what is wrong, and a failed call leaves nothing") {
