@@ -17,7 +17,7 @@
 #include "steady_malloc.hpp"
 
 #if NDGC_HAVE_TORCH
-#include <torch/torch.h>
+#include "torch_steps.hpp"
 #endif
 
 namespace {
@@ -70,25 +70,17 @@ BENCHMARK(BM_lstm_ndgc)->Args({1, 0})->Args({2, 0})->Args({2, 1})->Unit(benchmar
 #if NDGC_HAVE_TORCH
 template <class Net>
 void run_torch(benchmark::State& state, Net& net, const std::function<torch::Tensor(const torch::Tensor&)>& forward) {
-  const int saved = torch::get_num_threads();
-  torch::set_num_threads(int(state.range(0)));
   torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
   net->train();
   torch::Tensor x = torch::rand({kBatch, kPixels});
   torch::Tensor y = torch::randint(0, kClasses, {kBatch}, torch::kInt64);
-  auto step = [&] {
+  time_torch_steps(state, [&] {
     torch::Tensor loss = torch::nn::functional::cross_entropy(forward(x), y);
     adam.zero_grad();
     loss.backward();
     adam.step();
     return loss.item<float>();
-  };
-  for (int i = 0; i < 3; ++i) step();
-  double loss = 0;
-  for (auto _ : state) loss = step();
-  state.counters["loss"] = loss;
-  state.counters["threads"] = torch::get_num_threads();
-  torch::set_num_threads(saved);
+  });
 }
 
 void BM_cnn_torch(benchmark::State& state) {

@@ -17,7 +17,7 @@
 #include "steady_malloc.hpp"
 
 #if NDGC_HAVE_TORCH
-#include <torch/torch.h>
+#include "torch_steps.hpp"
 #endif
 
 namespace {
@@ -70,8 +70,6 @@ BENCHMARK(BM_demo_ndgc)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealT
 
 #if NDGC_HAVE_TORCH
 void run_torch(benchmark::State& state, const Shape3& s) {
-  const int saved = torch::get_num_threads();
-  torch::set_num_threads(int(state.range(0)));
   torch::manual_seed(7);
   auto xavier = [](std::int64_t r, std::int64_t c) {
     const double a = std::sqrt(6.0 / double(r + c));
@@ -83,7 +81,7 @@ void run_torch(benchmark::State& state, const Shape3& s) {
   torch::optim::Adam adam({W1, b1, W2, b2, W3, b3}, torch::optim::AdamOptions(1e-3));
   torch::Tensor x = torch::rand({s.batch, s.in});
   torch::Tensor y = torch::randint(0, s.out, {s.batch}, torch::kInt64);
-  auto step = [&] {
+  time_torch_steps(state, [&] {
     torch::Tensor h1 = torch::relu(torch::addmm(b1, x, W1));
     torch::Tensor h2 = torch::relu(torch::addmm(b2, h1, W2));
     torch::Tensor loss = torch::nn::functional::cross_entropy(torch::addmm(b3, h2, W3), y);
@@ -91,13 +89,7 @@ void run_torch(benchmark::State& state, const Shape3& s) {
     loss.backward();
     adam.step();
     return loss.item<float>();
-  };
-  for (int i = 0; i < 3; ++i) step();
-  double loss = 0;
-  for (auto _ : state) loss = step();
-  state.counters["loss"] = loss;
-  state.counters["threads"] = torch::get_num_threads();
-  torch::set_num_threads(saved);
+  });
 }
 
 void BM_wide_torch(benchmark::State& state) { run_torch(state, kWide); }

@@ -7,6 +7,7 @@
 // manager.
 #include "autograd/layer_rules.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "core/registry.hpp"
@@ -50,7 +51,8 @@ struct LayerRule {
 
 // Note [Convolution as GEMM] in ops/conv.cpp, backwards: with g as
 // [N, G, O/G, L] and the recomputed col [N, G, K, L], dW = Σ_n g colᵀ,
-// dcol = Wᵀ g, dx = col2im(dcol), dbias = g summed over N, H', W'.
+// dcol = Wᵀ g, dx = col2im(dcol), dbias = g summed over N, H', W'; col and
+// dcol a chunk of images at a time.
 void conv2d_rule(LayerRule& r) {
   Pinned px = r.input(0), pw = r.input(1);
   const ops::Window2d& w = r.node.op.window;
@@ -65,33 +67,46 @@ void conv2d_rule(LayerRule& r) {
     b.reshape(pb->shape);
     r.out[2] = std::move(b);
   }
-  if (r.needs(1)) {
-    if (empty) {
-      r.out[1] = full(pw->shape, dt, r.d, 0);
-    } else {
-      Scratch col(Shape{n, groups, k, l}, dt, r.d);
-      r.engine().im2col(view(px), w, col.view());
-      Scratch dw(Shape{n, groups, og, k}, dt, r.d);
-      r.engine().matmul(g4, swap_last(col.view()), dw.view());
-      Scratch total = n == 1 ? std::move(dw) : reduce(Reduce::sum, dw.view(), 1, r.d);
-      total.reshape(pw->shape);
-      r.out[1] = std::move(total);
-    }
+  if (!r.needs(0) && !r.needs(1)) return;
+  if (empty) {
+    if (r.needs(1)) r.out[1] = full(pw->shape, dt, r.d, 0);
+    if (r.needs(0)) r.out[0] = full(px->shape, dt, r.d, 0);
+    return;
   }
+  // Chunk by chunk of images (Note [Convolution as GEMM] in ops/conv.cpp),
+  // one column buffer serving both: the chunk's columns for dW, then dcol =
+  // Wᵀ g for dx.
+  ops::Engine& e = r.engine();
+  const std::int64_t chunk = e.im2col_images(n, groups * k * l * std::int64_t(size_of(dt)));
+  Scratch col(Shape{chunk, groups, k, l}, dt, r.d);
+  std::optional<Scratch> dw, dx;
+  Scratch keep;
+  TensorView wt;
+  if (r.needs(1)) dw.emplace(Shape{n, groups, og, k}, dt, r.d);  // per image, summed below
   if (r.needs(0)) {
-    if (empty) {
-      r.out[0] = full(px->shape, dt, r.d, 0);
-      return;
-    }
-    Scratch keep;
+    dx.emplace(px->shape, dt, r.d);
     const TensorView wv = contiguous(view(pw), keep, r.d);
-    const TensorView wt = with(wv, {n, groups, k, og}, {0, og * k, 1, k});  // Wᵀ per group, every image
-    Scratch dcol(Shape{n, groups, k, l}, dt, r.d);
-    r.engine().matmul(wt, g4, dcol.view());
-    Scratch dx(px->shape, dt, r.d);
-    r.engine().col2im(dcol.view(), w, dx.view());
-    r.out[0] = std::move(dx);
+    wt = with(wv, {n, groups, k, og}, {0, og * k, 1, k});  // Wᵀ per group, every image
   }
+  const TensorView xv = view(px);
+  for (std::int64_t first = 0; first < n; first += chunk) {
+    const std::int64_t count = std::min(chunk, n - first);
+    const TensorView cv = col.view().narrow(0, 0, count), gv = g4.narrow(0, first, count);
+    if (dw) {
+      e.im2col(xv.narrow(0, first, count), w, cv);
+      e.matmul(gv, swap_last(cv), dw->view().narrow(0, first, count));
+    }
+    if (dx) {
+      e.matmul(wt.narrow(0, first, count), gv, cv);
+      e.col2im(cv, w, dx->view().narrow(0, first, count));
+    }
+  }
+  if (dw) {
+    Scratch total = n == 1 ? std::move(*dw) : reduce(Reduce::sum, dw->view(), 1, r.d);
+    total.reshape(pw->shape);
+    r.out[1] = std::move(total);
+  }
+  if (dx) r.out[0] = std::move(*dx);
 }
 
 void pool2d_rule(LayerRule& r, bool max) {

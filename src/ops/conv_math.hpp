@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "ops/host_device.hpp"
 
@@ -82,10 +83,10 @@ NDGC_HD inline void im2col_rows(const T* x, std::int64_t sc, std::int64_t sh, st
       const T* in = x + c * sc + iy * sh;
       const std::int64_t first = source(w, 1, 0, kx) * sw;  // in[first + ox * step]: tap kx of output ox
       for (std::int64_t ox = 0; ox < lo; ++ox) line[ox] = T(0);
-      if (step == 1)
-        for (std::int64_t ox = lo; ox < hi; ++ox) line[ox] = in[first + ox];
-      else
+      if (step != 1)
         for (std::int64_t ox = lo; ox < hi; ++ox) line[ox] = in[first + ox * step];
+      else if (hi > lo)  // a few dozen elements: memcpy's few wide moves beat a loop's remainder
+        memcpy(line + lo, in + first + lo, std::size_t(hi - lo) * sizeof(T));
       for (std::int64_t ox = hi; ox < ow; ++ox) line[ox] = T(0);
     }
   }

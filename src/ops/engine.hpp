@@ -53,6 +53,13 @@ struct TensorView {
     }
     return v;
   }
+  // Elements [start, start + length) of `axis`, the other axes whole (as torch.narrow).
+  TensorView narrow(int axis, std::int64_t start, std::int64_t length) const noexcept {
+    TensorView v = *this;
+    v.data = static_cast<char*>(data) + start * strides[axis] * std::int64_t(size_of(dtype));
+    v.shape[axis] = length;
+    return v;
+  }
 };
 
 // A contiguous view of `count` elements at `data` with `shape`.
@@ -203,6 +210,11 @@ class Engine {
   // device named and nothing left behind; the defaults below throw InvalidArgument
   // naming the kernel, for a caller that did not ask.
   virtual bool has_layer_kernels() const noexcept { return false; }
+  // How many of `images` images conv2d and its gradient put through im2col
+  // at a time, each image `bytes` of columns (Note [Convolution as GEMM] in
+  // ops/conv.cpp). All of them by default: one im2col and one batched GEMM,
+  // the fewest launches; the CPU engine takes what its threads' caches hold.
+  virtual std::int64_t im2col_images(std::int64_t images, std::int64_t /*bytes*/) const noexcept { return images; }
   // x [N, C, H, W] (any strides) → col [N, C * kH * kW, OH * OW] (ops/conv_math.hpp).
   virtual void im2col(const TensorView& /*x*/, const Window2d& /*w*/, const TensorView& /*col*/) {
     unavailable("im2col");

@@ -141,6 +141,9 @@ class WriteCountingEngine final : public Engine {
 
   // The layer kernels (issue 27): forwarded, so that an engine that has them is reached.
   bool has_layer_kernels() const noexcept override { return target()->has_layer_kernels(); }
+  std::int64_t im2col_images(std::int64_t images, std::int64_t bytes) const noexcept override {
+    return target()->im2col_images(images, bytes);
+  }
   void im2col(const TensorView& x, const Window2d& win, const TensorView& col) override {
     CountsAsGpuWrite w;
     target()->im2col(x, win, col);

@@ -1,5 +1,7 @@
 // conv2d (src/ops/conv.cpp): values by hand and against a direct loop over
-// the definition, every parameter, views and float32; each error path.
+// the definition, every parameter, views and float32; a batch in chunks of
+// images, forward and backward; each error path.
+#include "ops/cpu/cpu_engine.hpp"
 #include "ops_test_util.hpp"
 #include "test_util.hpp"
 
@@ -133,6 +135,53 @@ TEST_CASE("conv2d: each image of a batch gets the bits it gets alone, at 1 and 2
     };
     Shape out;
     check_values(y, ref_conv(doubles(x), doubles(w), doubles(b), k, out), 1e-3);
+  }
+}
+
+TEST_CASE("conv2d: the CPU engine takes as many images' columns at a time as its threads' caches hold") {
+  const ops::cpu::CpuEngine e;
+  test::Threads t(1);
+  CHECK(e.im2col_images(32, 225 << 10) == 2);  // 512 KiB a thread
+  CHECK(e.im2col_images(32, 28 << 10) == 18);
+  CHECK(e.im2col_images(5, 1) == 5);          // never more than the batch
+  CHECK(e.im2col_images(5, 1 << 30) == 1);    // never fewer than one image
+  CHECK(e.im2col_images(0, 1 << 10) == 1);
+  test::Threads two(2);
+  CHECK(e.im2col_images(32, 225 << 10) == 4);
+}
+
+TEST_CASE("conv2d: gradients of a batch in chunks of images are each image's own, and their sum for the weight") {
+  // 4 x 3 x 3 taps x 24 x 24 positions of float64: 166 KB of columns per
+  // image, so 3 images a chunk at 1 thread (chunks of 3 and 2), all 5 at 2.
+  NDManager m = fresh();
+  const auto xv = ramp(5 * 4 * 24 * 24, 0.01, 0.3), wv = ramp(6 * 4 * 3 * 3, 0.02, 0.1);
+  NDArray x = m.create(xv, Shape{5, 4, 24, 24}), w = m.create(wv, Shape{6, 4, 3, 3});
+  NDArray up = m.create(ramp(5 * 6 * 24 * 24, 0.003, -0.4), Shape{5, 6, 24, 24});
+  // dx and dW of sum(conv2d(x, w) * up), for x as given
+  auto grads = [&](const NDArray& xs, const NDArray& ups) {
+    NDArray xl = xs.dup(), wl = w.dup();
+    xl.set_requires_gradient(true);
+    wl.set_requires_gradient(true);
+    {
+      GradientCollector collector;
+      collector.backward(conv2d(xl, wl, NDArray{}, {1, 1}, {1, 1}).mul(ups).sum());
+    }
+    return std::pair{xl.gradient(), wl.gradient()};
+  };
+  for (int threads : {1, 2}) {
+    test::Threads t(threads);
+    CAPTURE(threads);
+    const auto [dx, dw] = grads(x, up);
+    std::vector<double> dw_sum(std::size_t(w.size()), 0.0);
+    for (std::int64_t i = 0; i < 5; ++i) {
+      CAPTURE(i);
+      const NDIndex image = NDIndex().add_slice(i, i + 1);
+      const auto [dxi, dwi] = grads(x.get(image), up.get(image));
+      CHECK(bits(dx.get(image).contiguous()) == bits(dxi));
+      const std::vector<double> d = dwi.to_vector<double>();
+      for (std::size_t j = 0; j < d.size(); ++j) dw_sum[j] += d[j];
+    }
+    check_values(dw, dw_sum, 1e-12);
   }
 }
 

@@ -52,6 +52,7 @@ class CpuEngine final : public Engine {
   // Layer kernels: ops/cpu/conv_kernels.cpp, pool_kernels.cpp, norm_kernels.cpp, layer_kernels.cpp,
   // lstm_kernels.cpp.
   bool has_layer_kernels() const noexcept override { return true; }
+  std::int64_t im2col_images(std::int64_t images, std::int64_t bytes) const noexcept override;
   void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override;
   void col2im(const TensorView& col, const Window2d& w, const TensorView& dx) override;
   void pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out) override;
