@@ -31,6 +31,18 @@ NDGC_HD inline double unit(std::uint64_t seed, std::uint64_t counter) noexcept {
   return double(mix(seed, counter) >> 11) * 0x1.0p-53;  // [0, 1)
 }
 
+// Dropout keeps element `counter` when unit(seed, counter) >= p. With m the
+// 53-bit integer under unit(), m · 2^-53 >= p exactly when m >= ceil(p · 2^53)
+// (p · 2^53 is exact: a power-of-two scale), so keeps() decides the same by
+// an integer comparison against keep_threshold(p): no conversion to double,
+// and a loop of it vectorises wherever 64-bit multiplies do (AVX-512).
+NDGC_HD inline std::uint64_t keep_threshold(double p) noexcept {
+  return p <= 0 ? 0 : std::uint64_t(::ceil(p * 0x1.0p53));
+}
+NDGC_HD inline bool keeps(std::uint64_t seed, std::uint64_t counter, std::uint64_t threshold) noexcept {
+  return (mix(seed, counter) >> 11) >= threshold;
+}
+
 // Note [No FMA in the streams]
 // nvcc contracts a + b * c into one fused multiply-add by default, which
 // rounds once instead of twice; the host compiler (ISO C++ mode) does not.

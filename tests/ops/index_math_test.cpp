@@ -3,6 +3,7 @@
 // coordinate arithmetic and against the CPU engine.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -127,4 +128,25 @@ TEST_CASE("the shared random streams are the CPU engine's") {
     CHECK(kv[i] == random::uniform_at<std::int32_t>(-5.0, 5.0, 7, 64 + 128 + i));
   }
   CHECK(random::uniform_at<float>(0.0, 1.0, 1, 3) != random::uniform_at<float>(0.0, 1.0, 1, 4));
+}
+
+TEST_CASE("keeps() decides dropout as unit() >= p does, at the boundaries too") {
+  // p on the 2^-53 grid of unit(), one step off it either way, and ordinary values
+  std::vector<double> ps = {0.0, 0x1.0p-53, 0.1, 0.25, 0.5, 0.75, 1.0 - 0x1.0p-53};
+  for (std::uint64_t c = 0; c < 8; ++c) {
+    const double u = random::unit(99, c);
+    ps.push_back(u);
+    ps.push_back(std::nextafter(u, 1.0));
+    ps.push_back(std::nextafter(u, 0.0));
+  }
+  for (double p : ps) {
+    const std::uint64_t threshold = random::keep_threshold(p);
+    for (std::uint64_t c = 0; c < 2000; ++c) {
+      INFO("p " << p << ", counter " << c);
+      CHECK(random::keeps(99, c, threshold) == (random::unit(99, c) >= p));
+    }
+  }
+  // the element whose draw is p itself is kept; one ulp above its draw, dropped
+  CHECK(random::keeps(99, 3, random::keep_threshold(random::unit(99, 3))));
+  CHECK_FALSE(random::keeps(99, 3, random::keep_threshold(std::nextafter(random::unit(99, 3), 1.0))));
 }

@@ -95,9 +95,13 @@ void CpuEngine::dropout(const TensorView& x, double p, std::uint64_t seed, std::
     const T* in = static_cast<const T*>(xc.data);
     T* o = static_cast<T*>(out.data);
     const T scale = T(1.0 / (1.0 - p));
+    const std::uint64_t threshold = random::keep_threshold(p);
     support::parallel_for(xc.size(), support::kGrainSize / 4, [&](std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t i = lo; i < hi; ++i)
-        o[i] = random::unit(seed, offset + std::uint64_t(i)) >= p ? in[i] * scale : T(0);
+#pragma omp simd
+      for (std::int64_t i = lo; i < hi; ++i) {
+        const T kept = in[i] * scale;  // read whether kept or not: a select, not a masked load
+        o[i] = random::keeps(seed, offset + std::uint64_t(i), threshold) ? kept : T(0);
+      }
     });
   });
 }
