@@ -14,6 +14,7 @@
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
 
+#include "ndgc_steps.hpp"
 #include "steady_malloc.hpp"
 
 #if NDGC_HAVE_TORCH
@@ -27,39 +28,8 @@ using namespace ndgc;
 constexpr std::int64_t kBatch = 32, kPixels = 784, kClasses = 10;
 
 void run_ndgc(benchmark::State& state, const Architecture& arch) {
-  const int saved = num_threads();
-  set_num_threads(int(state.range(0)));
-  {
-    set_random_seed(7);
-    Model model("bench", arch.make_block());
-    model.initialize(Shape{kBatch, kPixels});
-    training::TrainingConfig config;
-    config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
-    config.optimizer = std::make_shared<nn::Adam>(1e-3);
-    if (state.range(1)) config.workspace_mode = training::WorkspaceMode::enabled;
-    training::Trainer trainer(model, config);
-    NDArray x = model.manager().random_uniform({kBatch, kPixels});
-    NDArray y = model.manager().random_uniform({kBatch}, 0, double(kClasses)).to_type(DataType::int64);
-    trainer.notify_epoch_begin(0);
-    auto step = [&] {
-      data::Batch b;
-      b.manager = trainer.manager().new_sub_manager("batch");
-      // Views of the fixed batch that join the batch's manager, as a real
-      // batch's arrays do: the step's arrays then close with it.
-      b.data.push_back(x.get(b.manager, ":"));
-      b.labels.push_back(y.get(b.manager, ":"));
-      b.size = kBatch;
-      return trainer.train_batch(b, 0);
-    };
-    for (int i = 0; i < 3; ++i) step();
-    memory::reset_peak(Device::cpu());
-    double loss = 0;
-    for (auto _ : state) loss = step();
-    state.counters["loss"] = loss;
-    state.counters["peak_MiB"] = double(memory::stats(Device::cpu()).peak_bytes) / (1 << 20);
-  }
-  state.counters["threads"] = num_threads();
-  set_num_threads(saved);
+  time_ndgc_steps(state, [&] { return arch.make_block(); }, kBatch, kPixels, kClasses,
+                  state.range(1) ? training::WorkspaceMode::enabled : training::WorkspaceMode::none);
 }
 
 void BM_cnn_ndgc(benchmark::State& state) { run_ndgc(state, Architecture::cnn(kPixels, kClasses)); }

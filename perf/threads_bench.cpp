@@ -14,6 +14,7 @@
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
 
+#include "ndgc_steps.hpp"
 #include "steady_malloc.hpp"
 
 #if NDGC_HAVE_TORCH
@@ -31,36 +32,8 @@ constexpr Shape3 kWide{784, 2048, 2048, 10, 512};
 constexpr Shape3 kDemo{784, 128, 64, 10, 32};
 
 void run_ndgc(benchmark::State& state, const Shape3& s) {
-  const int saved = num_threads();
-  set_num_threads(int(state.range(0)));
-  {
-    set_random_seed(7);
-    Model model("bench", std::make_unique<nn::Mlp>(s.in, s.out, std::vector<std::int64_t>{s.h1, s.h2}));
-    model.initialize(Shape{s.batch, s.in});
-    training::TrainingConfig config;
-    config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
-    config.optimizer = std::make_shared<nn::Adam>(1e-3);
-    training::Trainer trainer(model, config);
-    NDArray x = model.manager().random_uniform({s.batch, s.in});
-    NDArray y = model.manager().random_uniform({s.batch}, 0, double(s.out)).to_type(DataType::int64);
-    trainer.notify_epoch_begin(0);
-    auto step = [&] {
-      data::Batch b;
-      b.manager = trainer.manager().new_sub_manager("batch");
-      // Views of the fixed batch that join the batch's manager, as a real
-      // batch's arrays do: the step's arrays then close with it.
-      b.data.push_back(x.get(b.manager, ":"));
-      b.labels.push_back(y.get(b.manager, ":"));
-      b.size = s.batch;
-      return trainer.train_batch(b, 0);
-    };
-    for (int i = 0; i < 3; ++i) step();
-    double loss = 0;
-    for (auto _ : state) loss = step();
-    state.counters["loss"] = loss;
-  }
-  state.counters["threads"] = num_threads();
-  set_num_threads(saved);
+  time_ndgc_steps(state, [&] { return std::make_unique<nn::Mlp>(s.in, s.out, std::vector<std::int64_t>{s.h1, s.h2}); },
+                  s.batch, s.in, s.out);
 }
 
 void BM_wide_ndgc(benchmark::State& state) { run_ndgc(state, kWide); }
