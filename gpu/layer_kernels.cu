@@ -3,8 +3,9 @@
 //
 // GELU and dropout are element-wise (launch.cuh's for_each, any input
 // strides). Dropout keeps element i (row-major, the contiguous output's
-// offset) when random::unit(seed, offset + i) >= p, the very function the
-// CPU calls (ops/random_stream.hpp): a seed gives the same mask, bit for bit,
+// offset) when random::unit(seed, offset + i) >= p, decided by
+// random::keeps, the very function the CPU calls (ops/random_stream.hpp):
+// a seed gives the same mask, bit for bit,
 // on both devices, and the backward pass redraws it. Embedding reads indices
 // the engine packed as contiguous int64; its backward is deterministic
 // without atomics (Note [Embedding gradient by sorting]).
@@ -64,10 +65,11 @@ void dropout_typed(const TensorView& x, double p, std::uint64_t seed, std::uint6
   T* o = static_cast<T*>(out.data);
   const T* in = static_cast<const T*>(x.data);
   const T scale = T(1.0 / (1.0 - p));
+  const std::uint64_t threshold = ops::random::keep_threshold(p);
   const TensorView* views[2] = {&out, &x};
   for_each(views, stream, [=] __device__(std::int64_t, const std::int64_t(&off)[2]) {
     // out is contiguous: its offset is the element's row-major position.
-    o[off[0]] = ops::random::unit(seed, offset + std::uint64_t(off[0])) >= p ? in[off[1]] * scale : T(0);
+    o[off[0]] = ops::random::keeps(seed, offset + std::uint64_t(off[0]), threshold) ? in[off[1]] * scale : T(0);
   });
 }
 

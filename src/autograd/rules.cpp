@@ -415,22 +415,18 @@ void get_rule(Rule& r) {
 void join_rule(Rule& r, bool stack) {
   const int axis = r.node.op.axis;
   const TensorView g = r.g.view();
-  const std::int64_t step = g.strides[axis] * std::int64_t(size_of(g.dtype));
   std::int64_t at = 0;
   for (std::size_t i = 0; i < r.node.size(); ++i) {
     Pinned pi = r.input(i);
     const std::int64_t length = stack ? 1 : pi->shape[axis];
     if (r.needs(i)) {
-      TensorView part = g;
-      part.data = static_cast<char*>(g.data) + at * step;
+      TensorView part = g.narrow(axis, at, length);
       if (stack) {  // drop the stacked axis
         for (int j = axis; j + 1 < part.rank; ++j) {
           part.shape[j] = part.shape[j + 1];
           part.strides[j] = part.strides[j + 1];
         }
         --part.rank;
-      } else {
-        part.shape[axis] = length;
       }
       r.out[i] = copy(part, pi->shape, g.dtype, r.device());
     }

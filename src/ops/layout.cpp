@@ -60,9 +60,7 @@ NDArray join(const NDList& list, int axis, bool stack, Site site) {
   TensorView dst = view_of(*out);
   std::int64_t at = 0;
   for (const Pinned& p : pins) {
-    TensorView part = dst;
-    part.data = static_cast<char*>(dst.data) + at * dst.strides[ax] * std::int64_t(size_of(first.dtype));
-    part.shape[ax] = stack ? 1 : p->shape[ax];
+    const TensorView part = dst.narrow(ax, at, stack ? 1 : p->shape[ax]);
     TensorView src = view_of(*p);
     if (stack) {  // the new axis, of length 1
       for (int i = src.rank; i > ax; --i) {

@@ -1,6 +1,6 @@
 // max_pool2d and avg_pool2d (src/ops/pooling.cpp): values by hand, padding
-// semantics, views, float32; the 2x2 stride-2 fast path of the CPU engine
-// against its general loops, bit for bit; each error path.
+// semantics, views, float32; the CPU engine's 2x2 stride-2 max-pool fast
+// path against its general loops, bit for bit; each error path.
 #include "ops_test_util.hpp"
 
 namespace ops_test {
@@ -61,17 +61,17 @@ TEST_CASE("pooling: batches, channels, views and float32") {
   check_values(y, ref(false), 1e-6);
 }
 
-// The pool's output and the gradient it passes back to its input, for an
-// upstream gradient `up`. `stored` is a leaf holding the input, or with
+// max_pool2d's output (2x2 windows, stride 2) and the gradient it passes
+// back to its input, for an upstream gradient `up`. `stored` is a leaf holding the input, or with
 // `transposed` the input with its last two axes swapped: the pool then reads
 // it through a transpose, rows of stride H, and takes the general loops.
-std::vector<std::vector<char>> pool_and_gradient(bool max, NDArray stored, bool transposed, const NDArray& up) {
+std::vector<std::vector<char>> pool_and_gradient(NDArray stored, bool transposed, const NDArray& up) {
   stored.set_requires_gradient(true);
   const auto seen = [&](const NDArray& a) { return transposed ? a.transpose({0, 1, 3, 2}) : a; };
   std::vector<std::vector<char>> r;
   {
     GradientCollector collector;
-    NDArray y = max ? max_pool2d(seen(stored), {2, 2}, {2, 2}) : avg_pool2d(seen(stored), {2, 2}, {2, 2});
+    NDArray y = max_pool2d(seen(stored), {2, 2}, {2, 2});
     r.push_back(bits(y));
     collector.backward(y.mul(up).sum());
   }
@@ -79,7 +79,7 @@ std::vector<std::vector<char>> pool_and_gradient(bool max, NDArray stored, bool 
   return r;
 }
 
-TEST_CASE("pooling: 2x2 windows at stride 2 take a fast path with the general loops' bits") {
+TEST_CASE("max_pool2d: 2x2 windows at stride 2 take a fast path with the general loops' bits") {
   // Note [Pools of 2x2 windows at stride 2]: ties (the zeros after a ReLU and
   // repeated values) go to the first tap, a NaN wins wherever it sits, -0 and
   // +0 keep their order, the gradient lands as 0 + g (so -0 becomes +0), and
@@ -97,13 +97,11 @@ TEST_CASE("pooling: 2x2 windows at stride 2 take a fast path with the general lo
       for (std::size_t i = 0; i < u.size(); ++i) u[i] = i % 3 == 0 ? -0.0 : double(i) * 0.25 - 1.0;
       NDArray x = m.create(v, shape).to_type(dtype);
       NDArray up = m.create(u, {shape[0], shape[1], oh, ow}).to_type(dtype);
-      for (bool max : {true, false}) {
-        INFO("dtype " << to_string(dtype) << ", shape " << shape.to_string() << (max ? ", max" : ", avg"));
-        const auto fast = pool_and_gradient(max, x.dup(), false, up);
-        const auto general = pool_and_gradient(max, x.transpose({0, 1, 3, 2}).contiguous(), true, up);
-        CHECK(fast[0] == general[0]);
-        CHECK(fast[1] == general[1]);
-      }
+      INFO("dtype " << to_string(dtype) << ", shape " << shape.to_string());
+      const auto fast = pool_and_gradient(x.dup(), false, up);
+      const auto general = pool_and_gradient(x.transpose({0, 1, 3, 2}).contiguous(), true, up);
+      CHECK(fast[0] == general[0]);
+      CHECK(fast[1] == general[1]);
     }
   // By hand: the first of equal maxima takes the gradient (5 at taps b and c,
   // 9 at b and c), and the column and row past the last window get none.
@@ -113,12 +111,12 @@ TEST_CASE("pooling: 2x2 windows at stride 2 take a fast path with the general lo
                        {1, 1, 3, 5});
   NDArray up = m.create(std::vector<double>{1, 2}, {1, 1, 1, 2});
   check_values(max_pool2d(x, {2, 2}, {2, 2}), {5, 9});
-  pool_and_gradient(true, x, false, up);
+  pool_and_gradient(x, false, up);
   check_values(x.gradient(), {0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
   // a NaN wins, even after a larger number
   NDArray n = m.create(std::vector<double>{1, 8, nan, 3}, {1, 1, 2, 2});
   check_values(max_pool2d(n, {2, 2}, {2, 2}), {nan});
-  pool_and_gradient(true, n, false, m.create(std::vector<double>{6}, {1, 1, 1, 1}));
+  pool_and_gradient(n, false, m.create(std::vector<double>{6}, {1, 1, 1, 1}));
   check_values(n.gradient(), {0, 0, 6, 0});
 }
 
