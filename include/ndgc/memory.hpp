@@ -33,13 +33,13 @@ struct Stats {
   std::uint64_t allocations = 0;      // number of allocations
   std::uint64_t frees = 0;            // number of frees
   std::uint64_t limit_bytes = 0;      // 0: unlimited
-  std::uint64_t cached_bytes = 0;     // kept for reuse, not in use: the host block cache, or on a GPU
-                                      // reserved_bytes minus the blocks handed out
-  // The caching device allocator's (0 on the host): see docs/gpu-memory.md.
-  std::uint64_t reserved_bytes = 0;       // in segments obtained from the driver
+  std::uint64_t cached_bytes = 0;     // kept for reuse, not in use: the host's block caches, or on a
+                                      // GPU reserved_bytes minus the blocks handed out
+  std::uint64_t reserved_bytes = 0;   // held from the system: in use plus cached (GPU: in driver segments)
+  std::uint64_t segments = 0;         // GPU: driver allocations held; host: large blocks mapped
+  // The caching device allocator's only (0 on the host): see docs/gpu-memory.md.
   std::uint64_t peak_reserved_bytes = 0;  // high-water mark of reserved_bytes
   std::uint64_t active_blocks = 0;        // blocks handed out or awaiting other streams
-  std::uint64_t segments = 0;             // driver allocations held
   // Every device:
   std::uint64_t alloc_retries = 0;  // allocations retried after freeing memory (the OOM ladder)
   std::uint64_t oom_count = 0;      // OutOfMemory thrown (or a device allocation refused for good)
@@ -64,7 +64,7 @@ void set_limit(Device device, std::uint64_t bytes);
 std::uint64_t limit(Device device);
 // Gives memory a device's allocator keeps for reuse back to the system: on a
 // GPU, every fully free cached segment (after waiting for pending frees); on
-// the CPU, the calling thread's cache of freed host blocks.
+// the CPU, every cached large block and the calling thread's small ones.
 void empty_cache(Device device);
 // Resident-set limit for the whole process; 0 removes it. Checked on host
 // allocations (at most once per MiB allocated), so it is approximate.

@@ -6,7 +6,6 @@
 // cannot both slip under the limit with the last free megabyte.
 #include "memory/allocator.hpp"
 
-#include "memory/block_cache.hpp"
 #include "memory/workspace.hpp"
 
 #include <array>
@@ -166,7 +165,6 @@ Stats DeviceAllocator::stats() const noexcept {
   s.limit_bytes = limit_.load(std::memory_order_relaxed);
   s.alloc_retries = retries_.load(std::memory_order_relaxed);
   s.oom_count = ooms_.load(std::memory_order_relaxed);
-  if (device_.is_cpu()) s.cached_bytes = cached_bytes();
   backend_stats(s);
   return s;
 }

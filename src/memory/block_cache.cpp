@@ -16,9 +16,8 @@ namespace ndgc::memory {
 namespace {
 
 constexpr int kMinShift = 6;   // classes start above 64 B (Note [Host block cache])
-constexpr int kMaxShift = 22;  // and end at 4 MiB
+constexpr int kMaxShift = 19;  // and end at 512 KiB (the host allocator's small blocks, with their header)
 constexpr int kClasses = (kMaxShift - kMinShift) * 4;
-constexpr int kDepth = 64;  // 4 sent three buffers of each MLP step to malloc, 8 most of an LSTM's
 // A class that has served no allocation over this many of the thread's
 // cached-size allocations (a few training steps) is stale (Note [Stale classes]).
 constexpr std::uint32_t kStaleAfter = 4096;
@@ -37,9 +36,13 @@ std::uint8_t class_of(std::size_t bytes) noexcept {
   return std::uint8_t((e - kMinShift) * 4 + q - 1);
 }
 
+// A cached block's first bytes: the next free block of its class.
+struct FreeBlock {
+  FreeBlock* next;
+};
+
 struct ThreadCache {
-  void* blocks[kClasses][kDepth];
-  std::uint8_t count[kClasses];
+  FreeBlock* head[kClasses];
   std::uint32_t last_used[kClasses];  // `clock` when the class last served or missed an allocation
   std::uint32_t clock;                // counts this thread's allocations of cached sizes (wraps)
   std::size_t bytes;
@@ -61,11 +64,14 @@ struct Flusher {
 thread_local Flusher t_flusher;
 
 void free_class(ThreadCache& c, int k) noexcept {
-  if (c.count[k] == 0) return;
-  const std::size_t size = class_size(k) * c.count[k];
-  while (c.count[k] > 0) std::free(c.blocks[k][--c.count[k]]);
+  std::size_t size = 0;
+  while (FreeBlock* b = c.head[k]) {
+    c.head[k] = b->next;
+    std::free(b);
+    size += class_size(k);
+  }
   c.bytes -= size;
-  g_cached.add(kTakenBytes, size);
+  if (size) g_cached.add(kTakenBytes, size);
 }
 
 // Note [Stale classes]
@@ -79,7 +85,7 @@ void free_class(ThreadCache& c, int k) noexcept {
 // thrash. Returns whether `size` more bytes now fit.
 bool make_room(ThreadCache& c, std::size_t size) noexcept {
   for (int k = 0; k < kClasses && c.bytes + size > kThreadCacheBytes; ++k)
-    if (c.count[k] > 0 && c.clock - c.last_used[k] > kStaleAfter) free_class(c, k);
+    if (c.head[k] && c.clock - c.last_used[k] > kStaleAfter) free_class(c, k);
   return c.bytes + size <= kThreadCacheBytes;
 }
 
@@ -90,11 +96,12 @@ void* cache_allocate(std::size_t bytes, std::uint8_t& size_class) noexcept {
   if (size_class == kUncached) return std::malloc(bytes);
   ThreadCache& c = t_cache;
   c.last_used[size_class] = ++c.clock;
-  if (c.count[size_class] > 0) {
+  if (FreeBlock* b = c.head[size_class]) {
     std::size_t size = class_size(size_class);
+    c.head[size_class] = b->next;
     c.bytes -= size;
     g_cached.add(kTakenBytes, size);
-    return c.blocks[size_class][--c.count[size_class]];
+    return b;
   }
   void* block = std::malloc(class_size(size_class));
   if (!block && c.bytes > 0) {  // memory is tight: give back what we hold and try again
@@ -106,7 +113,7 @@ void* cache_allocate(std::size_t bytes, std::uint8_t& size_class) noexcept {
 
 void cache_free(void* block, std::uint8_t size_class) noexcept {
   ThreadCache& c = t_cache;
-  if (size_class == kUncached || c.dead || c.count[size_class] == kDepth) {
+  if (size_class == kUncached || c.dead) {
     std::free(block);
     return;
   }
@@ -116,7 +123,9 @@ void cache_free(void* block, std::uint8_t size_class) noexcept {
     return;
   }
   t_flusher.armed = true;  // constructs the flusher on this thread's first cached block
-  c.blocks[size_class][c.count[size_class]++] = block;
+  auto* b = static_cast<FreeBlock*>(block);
+  b->next = c.head[size_class];
+  c.head[size_class] = b;
   c.bytes += size;
   g_cached.add(kPutBytes, size);
 }

@@ -5,16 +5,16 @@
 // instructions, but a 16 KiB block (a 64×64 float32 array) costs ~270
 // instructions to malloc and ~400 to free (callgrind): more than a small op's
 // kernel. Training loops allocate the same sizes every step, so freed blocks
-// of 64 B .. 4 MiB are kept per thread, 64 per size class (four classes
-// per power of two: at most 25% slack), up to kThreadCacheBytes per thread,
-// and handed out again without touching malloc. Small blocks are cached too
-// (issue 16): a step's bias gradients, scalars and loss rows are ~20 blocks
-// of at most 1 KiB, each a malloc and a free otherwise. A recurrent step keeps
-// the buffers of every time step alive until its backward pass (an LSTM over
-// 28 steps: about 30 of one class at once): with eight per class the rest went
-// to malloc every step; 64 cover it, and the byte cap still bounds the cache.
-// At the cap, classes that have gone unused for a while make room (Note
-// [Stale classes] in block_cache.cpp).
+// of 64 B .. 512 KiB are kept per thread (four size classes per power of
+// two: at most 25% slack), up to kThreadCacheBytes per thread, and handed
+// out again without touching malloc. The host allocator sends blocks of
+// kLargeBlockBytes and more to the large-block cache instead (Note [Large
+// host blocks]), so this one sees the small ones only. Each class is a list
+// threaded through its free blocks' first bytes: a class holds as many
+// blocks as the byte cap allows (an LSTM over 28 steps keeps about 30 of one
+// class alive until its backward pass; a count per class sent the rest to
+// malloc every step). At the cap, classes that have gone unused for a while
+// make room (Note [Stale classes] in block_cache.cpp).
 // A block freed on another thread goes to that thread's cache. Cached blocks are not "in use" in the
 // allocator's accounting; cached_bytes() reports them. Sanitizer builds
 // bypass the cache so that every buffer has exact bounds.

@@ -1,11 +1,14 @@
-// The host allocator: 64-byte aligned blocks from the C heap, with the
-// NDGC_MAX_BYTES and NDGC_MAX_PHYSICAL_BYTES limits.
+// The host allocator: 64-byte aligned blocks, with the NDGC_MAX_BYTES and
+// NDGC_MAX_PHYSICAL_BYTES limits.
 //
-// Alignment: glibc's memalign costs ~670 instructions per call (callgrind, a
-// 16 KiB block), more than a 64×64 add itself; a block 64 bytes larger,
-// rounded up, costs nothing extra. Blocks come from the per-thread block
-// cache (Note [Host block cache]). Sanitizer and Valgrind builds use
-// aligned_alloc and no cache, so that they see each buffer's exact bounds.
+// Small blocks come from the C heap through the per-thread block cache (Note
+// [Host block cache]). Alignment: glibc's memalign costs ~670 instructions
+// per call (callgrind, a 16 KiB block), more than a 64×64 add itself; a block
+// 64 bytes larger, rounded up, costs nothing extra. Blocks of
+// kLargeBlockBytes and more are mapped by ndgc and stay mapped in the
+// large-block cache (Note [Large host blocks]), page-aligned. Sanitizer and
+// Valgrind builds use aligned_alloc and no cache, so that they see each
+// buffer's exact bounds.
 //
 // The resident-size check reads /proc/self/statm, a system call of a few
 // microseconds, so it runs at most once per kPhysicalCheckBytes allocated and
@@ -22,6 +25,7 @@
 
 #include "memory/allocator.hpp"
 #include "memory/block_cache.hpp"
+#include "memory/large_block_cache.hpp"
 #include "support/options.hpp"
 
 // Exact allocations (no block cache, so a checker sees every buffer's bounds
@@ -56,11 +60,13 @@ class HostAllocator final : public DeviceAllocator {
     const auto& o = support::options();
     set_limit(o.max_bytes);
     g_physical_limit.store(o.max_physical_bytes, std::memory_order_relaxed);
+    set_large_cache_budget(o.host_cache_bytes);
   }
 
  protected:
   void* raw_allocate(std::size_t bytes) noexcept override {
     if (exact_) return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    if (bytes >= kLargeBlockBytes) return large_allocate(bytes);
     std::uint8_t size_class;
     auto* raw = static_cast<unsigned char*>(cache_allocate(bytes + kAlignment, size_class));
     if (!raw) return nullptr;
@@ -72,14 +78,27 @@ class HostAllocator final : public DeviceAllocator {
     aligned[-2] = size_class;
     return aligned;
   }
-  void raw_deallocate(void* ptr, std::size_t) noexcept override {
+  void raw_deallocate(void* ptr, std::size_t bytes) noexcept override {
     if (exact_) return std::free(ptr);
+    if (bytes >= kLargeBlockBytes) return large_free(ptr, bytes);
     auto* aligned = static_cast<unsigned char*>(ptr);
     cache_free(aligned - aligned[-1], aligned[-2]);
   }
 
-  // memory::empty_cache(Device::cpu()) and the OOM ladder: this thread's cached blocks.
-  void empty_cache() noexcept override { flush_thread_cache(); }
+  // memory::empty_cache(Device::cpu()) and the OOM ladder: this thread's
+  // small cached blocks and every cached large one.
+  void empty_cache() noexcept override {
+    flush_thread_cache();
+    release_large_blocks();
+  }
+
+  // Reserved: what ndgc holds from the system for arrays, in use or cached.
+  void backend_stats(Stats& s) const noexcept override {
+    const LargeCacheStats large = large_cache_stats();
+    s.cached_bytes = cached_bytes() + large.cached_bytes;
+    s.reserved_bytes = s.current_bytes + s.cached_bytes;
+    s.segments = large.mapped_blocks;
+  }
 
   bool over_extra_limit(std::size_t bytes) noexcept override {
     std::uint64_t lim = g_physical_limit.load(std::memory_order_relaxed);

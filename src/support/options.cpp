@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -23,6 +25,8 @@ constexpr OptionInfo kTable[] = {
     {"NDGC_MAX_BYTES", "0", "host memory limit, e.g. 512m or 2g (0: none)"},
     {"NDGC_GPU_MAX_BYTES", "0", "per-GPU memory limit on bytes in use, applied when a GPU allocator registers (0: none)"},
     {"NDGC_MAX_PHYSICAL_BYTES", "0", "process resident-size limit (0: none)"},
+    {"NDGC_HOST_CACHE_BYTES", "ram/4",
+     "freed large host blocks kept mapped for reuse, e.g. 2g (default: a quarter of the machine's memory; 0: none)"},
     {"NDGC_DATA_DIR", "", "where datasets are read from (default /usr/share/datasets)"},
     {"NDGC_DIST_TIMEOUT", "600", "seconds a collective (ndgc::distributed) waits for the other ranks"},
     {"NDGC_NUM_THREADS", "cores",
@@ -39,6 +43,11 @@ std::uint64_t env_size(const char* name) {
   return v.empty() ? 0 : memory::parse_size(v, name);
 }
 
+std::uint64_t quarter_of_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) / 4 : std::uint64_t(1) << 30;
+}
+
 Options parse() {
   Options o;
   std::string ac = env("NDGC_AUTOCLOSE");
@@ -53,6 +62,7 @@ Options parse() {
   o.max_bytes = env_size("NDGC_MAX_BYTES");
   o.gpu_max_bytes = env_size("NDGC_GPU_MAX_BYTES");
   o.max_physical_bytes = env_size("NDGC_MAX_PHYSICAL_BYTES");
+  o.host_cache_bytes = env("NDGC_HOST_CACHE_BYTES").empty() ? quarter_of_memory() : env_size("NDGC_HOST_CACHE_BYTES");
   o.data_dir = env("NDGC_DATA_DIR");
   if (std::string t = env("NDGC_DIST_TIMEOUT"); !t.empty()) {
     char* end = nullptr;

@@ -18,6 +18,7 @@ struct Options {
   std::uint64_t max_bytes = 0;          // NDGC_MAX_BYTES, 0 = no limit
   std::uint64_t gpu_max_bytes = 0;      // NDGC_GPU_MAX_BYTES
   std::uint64_t max_physical_bytes = 0; // NDGC_MAX_PHYSICAL_BYTES
+  std::uint64_t host_cache_bytes = 0;   // NDGC_HOST_CACHE_BYTES, default a quarter of the machine's memory
   std::string data_dir;                 // NDGC_DATA_DIR, "" = the default location
   double dist_timeout = 600;            // NDGC_DIST_TIMEOUT, seconds
   int num_threads = 0;                  // NDGC_NUM_THREADS, 0 = the machine's cores

@@ -11,50 +11,23 @@
 #include <string>
 #include <vector>
 
-#include <ndgc/data.hpp>
-#include <ndgc/ndgc.hpp>
-#include <ndgc/training.hpp>
-
-#include <ndgc/model_file.hpp>
-
 #include "malloc_counter.hpp"
-#include "test_util.hpp"
+#include "steady_steps.hpp"
 
 namespace ndgc {
 namespace {
 
-constexpr std::int64_t kIn = 784, kOut = 10, kBatch = 32, kRows = 64 * kBatch;
-constexpr int kWarmup = 20, kMeasured = 20;
+constexpr std::int64_t kOut = 10, kIn = 784;
 
-// Mean heap allocations per step over kMeasured steps, after kWarmup, of a
-// model of `architecture` (default: the MLP) on rows of kIn features.
+// Mean heap allocations per step over 20 steps, after 20, of a model of
+// `architecture` (default: the MLP).
 double allocations_per_step(bool autoclose, bool workspace = false,
                             const Architecture& architecture = Architecture::mlp(kIn, kOut, {128, 64})) {
-  test::AutoClose ac(autoclose);
-  set_random_seed(3);
-  Model model("alloc " + architecture.name, architecture.make_block());
-  model.initialize(Shape{kBatch, kIn});
-  NDArray x = model.manager().random_uniform({kRows, kIn});
-  NDArray y = model.manager().random_uniform({kRows}, 0, 10).to_type(DataType::int64);
-  data::ArrayDataset train(x, y);
-  train.set_batch_size(kBatch).set_shuffle(true, 42);
-  training::TrainingConfig config;
-  config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
-  config.optimizer = std::make_shared<nn::Adam>(1e-3);
-  if (workspace) config.workspace_mode = training::WorkspaceMode::enabled;
-  training::Trainer trainer(model, config);
-  int step = 0;
-  std::uint64_t before = 0, after = 0;
-  for (data::Batch& batch : train.batches(trainer.manager(), 0)) {
-    // The count spans ++it (closing the previous batch, making this one) too.
-    if (step == kWarmup) before = test::heap_allocations();
-    if (step == kWarmup + kMeasured) after = test::heap_allocations();
-    if (step == kWarmup + kMeasured) break;
-    trainer.train_batch(batch);
-    ++step;
-  }
-  REQUIRE(step == kWarmup + kMeasured);
-  return double(after - before) / kMeasured;
+  test::SteadyRun run;
+  run.architecture = architecture;
+  run.autoclose = autoclose;
+  run.workspace = workspace;
+  return test::per_step(run, [] { return test::heap_allocations(); });
 }
 
 }  // namespace

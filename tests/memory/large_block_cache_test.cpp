@@ -1,0 +1,162 @@
+// The process-wide cache of large host blocks (src/memory/large_block_cache.hpp,
+// Note [Large host blocks]): reuse within a size class, the byte budget and
+// least-recently-freed eviction, release, alignment, many threads; and the
+// host allocator's view of it (reserved against in use, empty_cache, limits).
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <ndgc/error.hpp>
+#include <ndgc/memory.hpp>
+
+#include "memory/allocator.hpp"
+#include "memory/large_block_cache.hpp"
+
+using namespace ndgc;
+
+namespace {
+
+constexpr std::size_t kMiB = std::size_t(1) << 20;
+
+// Sets the budget for one test case, emptied first; restores it after.
+struct Budget {
+  std::uint64_t saved = memory::large_cache_budget();
+  explicit Budget(std::uint64_t bytes) {
+    memory::release_large_blocks();
+    memory::set_large_cache_budget(bytes);
+  }
+  ~Budget() {
+    memory::release_large_blocks();
+    memory::set_large_cache_budget(saved);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("large blocks: a freed block serves the next request of its size class, with no new mapping") {
+  Budget budget(64 * kMiB);
+  void* a = memory::large_allocate(3 * kMiB);
+  REQUIRE(a != nullptr);
+  std::memset(a, 1, 3 * kMiB);
+  memory::large_free(a, 3 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes >= 3 * kMiB);
+  const std::uint64_t maps = memory::large_cache_stats().maps;
+  void* b = memory::large_allocate(3 * kMiB - 4096);  // the same class: at most 12.5 % apart
+  CHECK(b == a);
+  CHECK(memory::large_cache_stats().maps == maps);
+  CHECK(memory::large_cache_stats().cached_bytes == 0);
+  void* c = memory::large_allocate(5 * kMiB);  // another class: a new mapping
+  CHECK(c != a);
+  CHECK(memory::large_cache_stats().maps == maps + 1);
+  memory::large_free(b, 3 * kMiB - 4096);
+  memory::large_free(c, 5 * kMiB);
+}
+
+TEST_CASE("large blocks: page-aligned, and aligned to 2 MiB from 2 MiB on") {
+  Budget budget(64 * kMiB);
+  for (std::size_t bytes : {memory::kLargeBlockBytes, 300 * std::size_t(1024), 2 * kMiB, 9 * kMiB + 12345}) {
+    CAPTURE(bytes);
+    void* p = memory::large_allocate(bytes);
+    REQUIRE(p != nullptr);
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    CHECK(address % 4096 == 0);
+    if (bytes >= 2 * kMiB) CHECK(address % (2 * kMiB) == 0);
+    std::memset(p, 0x5a, bytes);  // all of it is writable
+    memory::large_free(p, bytes);
+  }
+}
+
+TEST_CASE("large blocks: the budget bounds what is cached; the least recently freed go first") {
+  Budget budget(10 * kMiB);
+  void* first = memory::large_allocate(4 * kMiB);
+  void* second = memory::large_allocate(4 * kMiB);
+  void* third = memory::large_allocate(4 * kMiB);
+  const std::uint64_t mapped = memory::large_cache_stats().mapped_bytes;
+  memory::large_free(first, 4 * kMiB);
+  memory::large_free(second, 4 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes == 8 * kMiB);
+  memory::large_free(third, 4 * kMiB);  // 12 MiB would not fit: `first` is unmapped
+  CHECK(memory::large_cache_stats().cached_bytes == 8 * kMiB);
+  CHECK(memory::large_cache_stats().mapped_bytes == mapped - 4 * kMiB);
+  // The most recently freed come back first: third, then second.
+  void* a = memory::large_allocate(4 * kMiB);
+  void* b = memory::large_allocate(4 * kMiB);
+  CHECK(a == third);
+  CHECK(b == second);
+  memory::large_free(a, 4 * kMiB);
+  memory::large_free(b, 4 * kMiB);
+  // Lowering the budget evicts down to it.
+  memory::set_large_cache_budget(5 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes == 4 * kMiB);
+}
+
+TEST_CASE("large blocks: a budget of 0 keeps nothing; release unmaps every cached block") {
+  {
+    Budget budget(0);
+    const std::uint64_t blocks = memory::large_cache_stats().mapped_blocks;
+    void* p = memory::large_allocate(kMiB);
+    CHECK(memory::large_cache_stats().mapped_blocks == blocks + 1);
+    memory::large_free(p, kMiB);
+    CHECK(memory::large_cache_stats().cached_bytes == 0);
+    CHECK(memory::large_cache_stats().mapped_blocks == blocks);
+  }
+  Budget budget(64 * kMiB);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 6; ++i) blocks.push_back(memory::large_allocate(std::size_t(i + 1) * kMiB));
+  for (int i = 0; i < 6; ++i) memory::large_free(blocks[std::size_t(i)], std::size_t(i + 1) * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes >= 21 * kMiB);
+  memory::release_large_blocks();
+  CHECK(memory::large_cache_stats().cached_bytes == 0);
+}
+
+TEST_CASE("large blocks: many threads allocating and freeing keep the totals exact") {
+  Budget budget(32 * kMiB);
+  const memory::LargeCacheStats before = memory::large_cache_stats();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t] {
+      for (int i = 0; i < 200; ++i) {
+        const std::size_t bytes = (std::size_t(1 + (i + t) % 5)) * kMiB / 2;
+        auto* p = static_cast<unsigned char*>(memory::large_allocate(bytes));
+        REQUIRE(p != nullptr);
+        p[0] = p[bytes - 1] = static_cast<unsigned char>(i);  // the block is this thread's alone
+        CHECK(p[0] == static_cast<unsigned char>(i));
+        memory::large_free(p, bytes);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const memory::LargeCacheStats after = memory::large_cache_stats();
+  CHECK(after.cached_bytes <= 32 * kMiB);
+  CHECK(after.mapped_bytes - before.mapped_bytes == after.cached_bytes - before.cached_bytes);
+}
+
+TEST_CASE("host memory: reserved is in use plus cached, empty_cache gives large blocks back, limits count in use") {
+  memory::DeviceAllocator& host = memory::host_allocator();
+  const std::uint64_t budget = memory::large_cache_budget();
+  memory::set_large_cache_budget(256 * kMiB);
+  void* p = host.allocate(8 * kMiB);
+  void* p2 = host.allocate(8 * kMiB);
+  std::memset(p, 1, 8 * kMiB);
+  host.deallocate(p, 8 * kMiB);
+  host.deallocate(p2, 8 * kMiB);
+  memory::Stats s = memory::stats(Device::cpu());
+  CHECK(s.reserved_bytes == s.current_bytes + s.cached_bytes);
+  const bool exact = s.cached_bytes < 16 * kMiB;  // sanitizer and Valgrind builds cache nothing
+  if (!exact) {
+    // A limit below in use plus cached (16 MiB) still admits a request that fits in use.
+    const std::uint64_t old_limit = host.limit();
+    host.set_limit(s.current_bytes + 9 * kMiB);
+    void* q = host.allocate(8 * kMiB);
+    CHECK(memory::stats(Device::cpu()).alloc_retries == s.alloc_retries);  // no OOM ladder needed
+    host.deallocate(q, 8 * kMiB);
+    host.set_limit(old_limit);
+  }
+  memory::empty_cache(Device::cpu());
+  CHECK(memory::large_cache_stats().cached_bytes == 0);
+  memory::set_large_cache_budget(budget);
+}
