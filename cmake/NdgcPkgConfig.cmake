@@ -4,7 +4,7 @@
 #
 # The prefix is found relative to the .pc file (${pcfiledir}), so the file
 # stays right when the tree is installed with `cmake --install --prefix`
-# elsewhere than configured, or moved. A static libndgc.a needs zlib and
+# elsewhere than configured, or moved. A static libndgc.a needs zlib, fmt and
 # threads at link time: `pkg-config --static` adds them (Libs.private).
 set(_ndgc_pcdir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 if(IS_ABSOLUTE "${_ndgc_pcdir}")

@@ -3,6 +3,7 @@
 // Each result is a new array in the input's manager that shares its storage
 // (the buffer is freed when the last view closes). reshape is the exception
 // when the layout forbids a view: then it copies, as PyTorch's reshape does.
+#include <algorithm>
 #include <numeric>
 #include <span>
 

@@ -11,10 +11,10 @@
 namespace ndgc {
 namespace {
 
-struct Net {
+struct ReadyNet {
   NDManager m = NDManager::new_base_manager("ready");
   NDArray x, w1, w2, unused;
-  Net() {
+  ReadyNet() {
     set_random_seed(3);
     x = m.random_normal({5, 4});
     w1 = m.random_normal({4, 3}).set_requires_gradient(true);
@@ -28,7 +28,7 @@ struct Net {
 }  // namespace
 
 TEST_CASE("gradient ready: once per watched array, when its gradient is final, in completion order") {
-  Net net;
+  ReadyNet net;
   const NDList watched{net.w2, net.w1, net.unused};
   std::vector<std::size_t> order;
   std::vector<std::vector<float>> at_ready(watched.size());
@@ -47,7 +47,7 @@ TEST_CASE("gradient ready: once per watched array, when its gradient is final, i
   }
 
   // The same gradients as a pass without a watch.
-  Net plain;
+  ReadyNet plain;
   {
     GradientCollector c;
     c.backward(plain.loss());
@@ -57,7 +57,7 @@ TEST_CASE("gradient ready: once per watched array, when its gradient is final, i
 }
 
 TEST_CASE("gradient ready: a target that is itself a leaf, an array watched twice, an empty watch") {
-  Net net;
+  ReadyNet net;
   std::vector<std::size_t> order;
   {
     GradientCollector c;
@@ -77,7 +77,7 @@ TEST_CASE("gradient ready: a target that is itself a leaf, an array watched twic
 }
 
 TEST_CASE("gradient ready: an exception from the callback ends backward and propagates; the next pass works") {
-  Net net;
+  ReadyNet net;
   {
     GradientCollector c;
     CHECK_THROWS_WITH_AS(c.backward(net.loss(), NDList{net.w2},

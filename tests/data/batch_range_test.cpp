@@ -12,7 +12,7 @@ using namespace ndgc::data_test;
 
 namespace {
 
-data::ArrayDataset numbered(const ManagerRef& m, std::int64_t n, std::int64_t r = 3) {
+data::ArrayDataset numbered_rows(const ManagerRef& m, std::int64_t n, std::int64_t r = 3) {
   return data::ArrayDataset(m.arange(0, double(n * r)).reshape({n, r}), m.arange(0, double(n), 1, DataType::int64));
 }
 
@@ -60,7 +60,7 @@ std::vector<std::vector<std::int64_t>> plan_of(std::int64_t batches, std::int64_
 
 TEST_CASE("BatchRange: prefetching gives exactly the batches of the consumer's thread") {
   NDManager m = NDManager::new_base_manager("ds");
-  data::ArrayDataset ds = numbered(m, 203);
+  data::ArrayDataset ds = numbered_rows(m, 203);
   ds.set_batch_size(16).set_shuffle(true, 5);
   for (std::int64_t epoch : {0, 1}) {
     ds.set_prefetch(0);
@@ -78,7 +78,7 @@ TEST_CASE("BatchRange: prefetching gives exactly the batches of the consumer's t
 TEST_CASE("BatchRange: batch managers are named, children of the parent, and close as the loop advances") {
   NDManager m = NDManager::new_base_manager("ds");
   NDManager trainer = m.new_sub_manager("trainer");
-  data::ArrayDataset ds = numbered(m, 20, 100);
+  data::ArrayDataset ds = numbered_rows(m, 20, 100);
   ds.set_batch_size(5);
   const std::uint64_t bytes = host_bytes();
   for (int depth : {0, 2}) {
@@ -99,7 +99,7 @@ TEST_CASE("BatchRange: batch managers are named, children of the parent, and clo
 
 TEST_CASE("BatchRange: a batch moved out of the loop outlives the iterator's step") {
   NDManager m = NDManager::new_base_manager("ds");
-  data::ArrayDataset ds = numbered(m, 12);
+  data::ArrayDataset ds = numbered_rows(m, 12);
   ds.set_batch_size(4).set_prefetch(1);
   std::vector<data::Batch> kept;
   for (data::Batch& b : ds.batches(m, 0)) kept.push_back(std::move(b));
@@ -114,7 +114,7 @@ TEST_CASE("BatchRange: a batch moved out of the loop outlives the iterator's ste
 
 TEST_CASE("BatchRange: leaving the loop early stops and joins the prefetch thread, closing what it made") {
   NDManager m = NDManager::new_base_manager("ds");
-  data::ArrayDataset ds = numbered(m, 1000, 64);
+  data::ArrayDataset ds = numbered_rows(m, 1000, 64);
   ds.set_batch_size(10);
   const std::uint64_t bytes = host_bytes();
   for (int depth : {1, 4, 50}) {
@@ -146,7 +146,7 @@ TEST_CASE("BatchRange: leaving the loop early stops and joins the prefetch threa
 
 TEST_CASE("BatchRange: a failure to make a batch reaches the consumer at that batch") {
   NDManager m = NDManager::new_base_manager("ds");
-  auto failing = std::make_shared<Failing>(numbered(m, 40), 3);
+  auto failing = std::make_shared<Failing>(numbered_rows(m, 40), 3);
   const std::uint64_t bytes = host_bytes();
   for (int depth : {0, 1, 5}) {
     CAPTURE(depth);
@@ -166,7 +166,7 @@ TEST_CASE("BatchRange: a failure to make a batch reaches the consumer at that ba
 
 TEST_CASE("BatchRange: a generic Dataset, a moved range and a temporary dataset") {
   NDManager m = NDManager::new_base_manager("ds");
-  auto generic = std::make_shared<data::ArrayDataset>(numbered(m, 8));
+  auto generic = std::make_shared<data::ArrayDataset>(numbered_rows(m, 8));
   data::BatchRange first(generic, m, plan_of(2, 4), 1);
   data::BatchRange moved(std::move(first));
   CHECK(first.size() == 0);
@@ -178,7 +178,7 @@ TEST_CASE("BatchRange: a generic Dataset, a moved range and a temporary dataset"
   // The range copies the dataset's handles: the temporary ArrayDataset dies
   // before the loop body runs, the range does not dangle.
   count = 0;
-  for (data::Batch& b : numbered(m, 9).set_batch_size(2).set_prefetch(2).batches(m, 0)) count += b.size;
+  for (data::Batch& b : numbered_rows(m, 9).set_batch_size(2).set_prefetch(2).batches(m, 0)) count += b.size;
   CHECK(count == 9);
   CHECK_THROWS_AS(data::BatchRange(generic, ManagerRef(), plan_of(1, 1), 0), InvalidArgument);
   CHECK_THROWS_AS(data::BatchRange(nullptr, m, plan_of(1, 1), 0), InvalidArgument);
@@ -186,7 +186,7 @@ TEST_CASE("BatchRange: a generic Dataset, a moved range and a temporary dataset"
 
 TEST_CASE("BatchRange: the prefetch thread creates batches while the consumer computes and drops them") {
   NDManager m = NDManager::new_base_manager("ds");
-  data::ArrayDataset ds = numbered(m, 3000, 32);
+  data::ArrayDataset ds = numbered_rows(m, 3000, 32);
   ds.set_batch_size(25).set_shuffle(true, 11).set_prefetch(3);
   NDManager trainer = m.new_sub_manager("trainer");
   const std::uint64_t bytes = host_bytes();
@@ -218,7 +218,7 @@ TEST_CASE("BatchRange: the prefetch thread creates batches while the consumer co
 
 TEST_CASE("BatchRange: consumers on several threads, each with its own prefetching range") {
   NDManager m = NDManager::new_base_manager("ds");
-  data::ArrayDataset ds = numbered(m, 500, 16);
+  data::ArrayDataset ds = numbered_rows(m, 500, 16);
   ds.set_batch_size(7).set_shuffle(true, 3).set_prefetch(2);
   const std::uint64_t bytes = host_bytes();
   std::vector<std::thread> threads;
@@ -237,7 +237,7 @@ TEST_CASE("BatchRange: consumers on several threads, each with its own prefetchi
 
 TEST_CASE("BatchRange: closing the parent mid-epoch is an error at the consumer, never a crash") {
   NDManager m = NDManager::new_base_manager("ds");
-  data::ArrayDataset ds = numbered(m, 400);
+  data::ArrayDataset ds = numbered_rows(m, 400);
   ds.set_batch_size(4);
   const std::uint64_t bytes = host_bytes();
   for (int depth : {0, 3}) {

@@ -33,12 +33,12 @@ struct Scores : inference::Translator<std::vector<float>, std::vector<float>> {
   }
 };
 
-std::unique_ptr<nn::Block> net() { return std::make_unique<nn::Mlp>(6, 3, std::vector<std::int64_t>{8}); }
+std::unique_ptr<nn::Block> predictor_net() { return std::make_unique<nn::Mlp>(6, 3, std::vector<std::int64_t>{8}); }
 
 }  // namespace
 
 TEST_CASE("managers: predictor under the model, a context per call closed when it returns") {
-  Model model("m", net());
+  Model model("m", predictor_net());
   model.initialize(Shape{1, 6});
   struct Spy : inference::Translator<int, int> {
     ManagerRef seen, parent;
@@ -64,7 +64,7 @@ TEST_CASE("predict() a thousand times leaks nothing, with auto-close off and on"
   for (bool autoclose : {false, true}) {
     CAPTURE(autoclose);
     test::AutoClose ac(autoclose);
-    Model model("m", net());
+    Model model("m", predictor_net());
     model.initialize(Shape{1, 6});
     inference::Predictor<std::vector<float>, std::vector<std::int64_t>> predictor(model, std::make_shared<Classify>());
     std::vector<float> rows(4 * 6);
@@ -84,7 +84,7 @@ TEST_CASE("predict() a thousand times leaks nothing, with auto-close off and on"
 }
 
 TEST_CASE("predict() does not record into the caller's collector") {
-  Model model("m", net());
+  Model model("m", predictor_net());
   model.initialize(Shape{1, 6});
   inference::Predictor<std::vector<float>, std::vector<float>> predictor(model, std::make_shared<Scores>());
   GradientCollector c;
@@ -95,7 +95,7 @@ TEST_CASE("predict() does not record into the caller's collector") {
 }
 
 TEST_CASE("predict() from several threads at once") {
-  Model model("m", net());
+  Model model("m", predictor_net());
   model.initialize(Shape{1, 6});
   inference::Predictor<std::vector<float>, std::vector<float>> predictor(model, std::make_shared<Scores>());
   std::vector<std::vector<float>> inputs(4);
@@ -119,7 +119,7 @@ TEST_CASE("predict() from several threads at once") {
 }
 
 TEST_CASE("predictor errors") {
-  Model model("m", net());
+  Model model("m", predictor_net());
   CHECK_THROWS_WITH_AS((inference::Predictor<std::vector<float>, std::vector<float>>(model, std::make_shared<Scores>())),
                        doctest::Contains("is not initialized"), InvalidArgument);
   model.initialize(Shape{1, 6});

@@ -21,7 +21,7 @@ using memory::HostSegmentSource;
 
 namespace {
 
-constexpr std::size_t KiB = 1024, MiB = 1024 * 1024;
+constexpr std::size_t kDeviceKiB = 1024, kDeviceMiB = 1024 * 1024;
 
 using test::FakeGpu;  // tests/sim_gpu.hpp
 using Registered = test::RegisteredAllocator;
@@ -39,21 +39,21 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 }  // namespace
 
 TEST_CASE("current_bytes counts requested bytes; reserved, cached and segments come from the cache") {
-  FakeGpu gpu(64 * MiB);
+  FakeGpu gpu(64 * kDeviceMiB);
   void* a = gpu.alloc.allocate(1000);
-  void* b = gpu.alloc.allocate(3 * MiB);
+  void* b = gpu.alloc.allocate(3 * kDeviceMiB);
   memory::Stats s = gpu.alloc.stats();
-  CHECK(s.current_bytes == 1000 + 3 * MiB);
-  CHECK(s.reserved_bytes == 22 * MiB);
-  CHECK(s.cached_bytes == 22 * MiB - 1024 - 3 * MiB);
+  CHECK(s.current_bytes == 1000 + 3 * kDeviceMiB);
+  CHECK(s.reserved_bytes == 22 * kDeviceMiB);
+  CHECK(s.cached_bytes == 22 * kDeviceMiB - 1024 - 3 * kDeviceMiB);
   CHECK(s.segments == 2);
   CHECK(s.active_blocks == 2);
   CHECK(s.allocations == 2);
   gpu.alloc.deallocate(a, 1000);
-  gpu.alloc.deallocate(b, 3 * MiB);
+  gpu.alloc.deallocate(b, 3 * kDeviceMiB);
   s = gpu.alloc.stats();
   CHECK(s.current_bytes == 0);
-  CHECK(s.cached_bytes == 22 * MiB);
+  CHECK(s.cached_bytes == 22 * kDeviceMiB);
   CHECK(s.active_blocks == 0);
   CHECK(s.frees == 2);
   gpu.alloc.empty_cache();
@@ -64,7 +64,7 @@ TEST_CASE("current_bytes counts requested bytes; reserved, cached and segments c
 }
 
 TEST_CASE("allocations use the source's current stream; a block on another stream waits for its event") {
-  FakeGpu gpu(64 * MiB);
+  FakeGpu gpu(64 * kDeviceMiB);
   HostSegmentSource::set_thread_stream(1);
   void* p = gpu.alloc.allocate(4096);
   void* guard = gpu.alloc.allocate(4096);
@@ -82,15 +82,15 @@ TEST_CASE("allocations use the source's current stream; a block on another strea
 }
 
 TEST_CASE("a device full of cached segments serves a request after giving them back") {
-  FakeGpu gpu(21 * MiB);
+  FakeGpu gpu(21 * kDeviceMiB);
   HostSegmentSource::set_thread_stream(1);
-  gpu.alloc.deallocate(gpu.alloc.allocate(5 * MiB), 5 * MiB);  // 20 MiB cached for stream 1
+  gpu.alloc.deallocate(gpu.alloc.allocate(5 * kDeviceMiB), 5 * kDeviceMiB);  // 20 kDeviceMiB cached for stream 1
   HostSegmentSource::set_thread_stream(2);
-  void* p = gpu.alloc.allocate(4096);  // stream 2 needs a segment of its own: 22 MiB > 21 MiB
+  void* p = gpu.alloc.allocate(4096);  // stream 2 needs a segment of its own: 22 kDeviceMiB > 21 kDeviceMiB
   HostSegmentSource::set_thread_stream(0);
   CHECK(p != nullptr);
   memory::Stats s = gpu.alloc.stats();
-  CHECK(s.reserved_bytes == 2 * MiB);
+  CHECK(s.reserved_bytes == 2 * kDeviceMiB);
   CHECK(s.segments == 1);
   CHECK(s.alloc_retries == 1);
   CHECK(s.oom_count == 0);
@@ -98,16 +98,16 @@ TEST_CASE("a device full of cached segments serves a request after giving them b
 }
 
 TEST_CASE("over a GPU limit: OutOfMemory names requested bytes, the limit, capacity, reserved and what to try") {
-  FakeGpu gpu(64 * MiB);
-  gpu.alloc.set_limit(1 * MiB);
-  void* held = gpu.alloc.allocate(512 * KiB);
+  FakeGpu gpu(64 * kDeviceMiB);
+  gpu.alloc.set_limit(1 * kDeviceMiB);
+  void* held = gpu.alloc.allocate(512 * kDeviceKiB);
   try {
-    gpu.alloc.allocate(768 * KiB);
+    gpu.alloc.allocate(768 * kDeviceKiB);
     FAIL("no OutOfMemory");
   } catch (const OutOfMemory& e) {
-    CHECK(e.requested() == 768 * KiB);
-    CHECK(e.limit() == 1 * MiB);
-    CHECK(e.in_use() == 512 * KiB);
+    CHECK(e.requested() == 768 * kDeviceKiB);
+    CHECK(e.limit() == 1 * kDeviceMiB);
+    CHECK(e.in_use() == 512 * kDeviceKiB);
     const std::string what = e.what();
     CHECK(contains(what, "768.0 KiB (786432 bytes) on gpu(0)"));
     CHECK(contains(what, "limit of 1.0 MiB"));
@@ -122,19 +122,19 @@ TEST_CASE("over a GPU limit: OutOfMemory names requested bytes, the limit, capac
   memory::Stats s = gpu.alloc.stats();
   CHECK(s.oom_count == 1);
   CHECK(s.alloc_retries == 1);
-  CHECK(s.current_bytes == 512 * KiB);
+  CHECK(s.current_bytes == 512 * kDeviceKiB);
   gpu.alloc.set_limit(0);
-  void* fits = gpu.alloc.allocate(768 * KiB);
-  gpu.alloc.deallocate(fits, 768 * KiB);
-  gpu.alloc.deallocate(held, 512 * KiB);
+  void* fits = gpu.alloc.allocate(768 * kDeviceKiB);
+  gpu.alloc.deallocate(fits, 768 * kDeviceKiB);
+  gpu.alloc.deallocate(held, 512 * kDeviceKiB);
 }
 
 TEST_CASE("a full device without a limit: OutOfMemory says the capacity and what the driver has free") {
-  FakeGpu gpu(4 * MiB);
-  CHECK_THROWS_WITH_AS(gpu.alloc.allocate(8 * MiB),
+  FakeGpu gpu(4 * kDeviceMiB);
+  CHECK_THROWS_WITH_AS(gpu.alloc.allocate(8 * kDeviceMiB),
                        doctest::Contains("gpu(0) has 4.0 MiB in all; ndgc holds 0 B in blocks handed out"),
                        OutOfMemory);
-  CHECK_THROWS_WITH_AS(gpu.alloc.allocate(8 * MiB), doctest::Contains("the driver reports 4.0 MiB free"),
+  CHECK_THROWS_WITH_AS(gpu.alloc.allocate(8 * kDeviceMiB), doctest::Contains("the driver reports 4.0 MiB free"),
                        OutOfMemory);
   memory::Stats s = gpu.alloc.stats();
   CHECK(s.oom_count == 2);
@@ -144,21 +144,21 @@ TEST_CASE("a full device without a limit: OutOfMemory says the capacity and what
 }
 
 TEST_CASE("memory:: stats, set_limit and empty_cache reach a registered GPU allocator") {
-  FakeGpu gpu(64 * MiB);
+  FakeGpu gpu(64 * kDeviceMiB);
   {
     Registered reg(gpu.alloc);
     void* p = memory::allocator(Device::gpu(0)).allocate(4096);
     memory::allocator(Device::gpu(0)).deallocate(p, 4096);
     memory::Stats s = memory::stats(Device::gpu(0));
     CHECK(s.current_bytes == 0);
-    CHECK(s.cached_bytes == 2 * MiB);
-    CHECK(s.reserved_bytes == 2 * MiB);
+    CHECK(s.cached_bytes == 2 * kDeviceMiB);
+    CHECK(s.reserved_bytes == 2 * kDeviceMiB);
     memory::empty_cache(Device::gpu(0));
     CHECK(memory::stats(Device::gpu(0)).reserved_bytes == 0);
     CHECK(gpu.source->used_bytes() == 0);
-    memory::set_limit(Device::gpu(0), 3 * MiB);
-    CHECK(gpu.alloc.limit() == 3 * MiB);
-    CHECK(memory::limit(Device::gpu(0)) == 3 * MiB);
+    memory::set_limit(Device::gpu(0), 3 * kDeviceMiB);
+    CHECK(gpu.alloc.limit() == 3 * kDeviceMiB);
+    CHECK(memory::limit(Device::gpu(0)) == 3 * kDeviceMiB);
   }
   // Unregistered again: the same typed error as before any registration
   // (no engine is linked into this binary, so gpu(0) is not available).
@@ -172,18 +172,18 @@ TEST_CASE("NDGC_GPU_MAX_BYTES limits a GPU allocator when it registers") {
   // The options are read once per process: the check runs in a child process
   // of this binary with the variable set.
   if (const char* v = std::getenv("NDGC_GPU_MAX_BYTES"); v && std::string(v) == "3m") {
-    FakeGpu gpu(64 * MiB);
-    FakeGpu limited(64 * MiB);
-    limited.alloc.set_limit(5 * MiB);
+    FakeGpu gpu(64 * kDeviceMiB);
+    FakeGpu limited(64 * kDeviceMiB);
+    limited.alloc.set_limit(5 * kDeviceMiB);
     CHECK(gpu.alloc.limit() == 0);
     {
       Registered reg(gpu.alloc);
-      CHECK(memory::limit(Device::gpu(0)) == 3 * MiB);
-      CHECK_THROWS_WITH_AS(gpu.alloc.allocate(4 * MiB), doctest::Contains("limit of 3.0 MiB"), OutOfMemory);
+      CHECK(memory::limit(Device::gpu(0)) == 3 * kDeviceMiB);
+      CHECK_THROWS_WITH_AS(gpu.alloc.allocate(4 * kDeviceMiB), doctest::Contains("limit of 3.0 MiB"), OutOfMemory);
     }
     {
       Registered reg(limited.alloc);  // a limit set in code is kept
-      CHECK(memory::limit(Device::gpu(0)) == 5 * MiB);
+      CHECK(memory::limit(Device::gpu(0)) == 5 * kDeviceMiB);
     }
     return;
   }
@@ -198,24 +198,24 @@ TEST_CASE("NDGC_GPU_MAX_BYTES limits a GPU allocator when it registers") {
 
 TEST_CASE("the OOM ladder on a registered GPU: auto-close drains orphans, cached segments go back, no OutOfMemory") {
   test::FakeGpuProbe probe(1);  // managers on gpu(0) need a usable device
-  FakeGpu gpu(22 * MiB);
+  FakeGpu gpu(22 * kDeviceMiB);
   Registered reg(gpu.alloc);
   memory::set_limit(Device::gpu(0), 0);  // whatever NDGC_GPU_MAX_BYTES says: the device's size is the bound here
   {
     test::AutoClose on(true);
     NDManager m = NDManager::new_base_manager("gpu-steps", Device::gpu(0));
-    // 40 steps of 768 KiB each, orphaned at once: 11 small segments hold 22 of them.
+    // 40 steps of 768 kDeviceKiB each, orphaned at once: 11 small segments hold 22 of them.
     for (int step = 0; step < 40; ++step) {
-      NDArray x = gpu_array(m, 768 * KiB);
+      NDArray x = gpu_array(m, 768 * kDeviceKiB);
     }
-    // A large-pool request needs a 20 MiB segment: the small pool's must go back first.
-    NDArray big = gpu_array(m, 4 * MiB);
+    // A large-pool request needs a 20 kDeviceMiB segment: the small pool's must go back first.
+    NDArray big = gpu_array(m, 4 * kDeviceMiB);
     memory::Stats s = memory::stats(Device::gpu(0));
     CHECK(s.oom_count == 0);
     CHECK(s.alloc_retries >= 2);  // the ladder ran: once in the loop, once for `big`
     gc::poll();
     s = memory::stats(Device::gpu(0));
-    CHECK(s.current_bytes == 4 * MiB);
+    CHECK(s.current_bytes == 4 * kDeviceMiB);
     CHECK(m.array_count() == 1);
   }
   CHECK(memory::stats(Device::gpu(0)).current_bytes == 0);
@@ -225,7 +225,7 @@ TEST_CASE("the OOM ladder on a registered GPU: auto-close drains orphans, cached
   std::string what;
   try {
     for (int step = 0; step < 40; ++step) {
-      NDArray x = gpu_array(m, 768 * KiB);
+      NDArray x = gpu_array(m, 768 * kDeviceKiB);
     }
   } catch (const OutOfMemory& e) {
     what = e.what();
@@ -241,16 +241,16 @@ TEST_CASE("the OOM ladder on a registered GPU: auto-close drains orphans, cached
 TEST_CASE("memory::empty_cache on the CPU gives this thread's cached host blocks back") {
   memory::DeviceAllocator& host = memory::host_allocator();
   for (int i = 0; i < 4; ++i) {
-    void* p = host.allocate(16 * KiB);
-    host.deallocate(p, 16 * KiB);
+    void* p = host.allocate(16 * kDeviceKiB);
+    host.deallocate(p, 16 * kDeviceKiB);
   }
   memory::empty_cache(Device::cpu());
   // This thread's cache is empty now (other threads' caches stay): a block
   // freed next is cached (unless a sanitizer build bypasses the cache) and
   // empty_cache takes the count back to the same figure.
   const std::uint64_t after = memory::stats(Device::cpu()).cached_bytes;
-  void* p = host.allocate(16 * KiB);
-  host.deallocate(p, 16 * KiB);
+  void* p = host.allocate(16 * kDeviceKiB);
+  host.deallocate(p, 16 * kDeviceKiB);
   memory::empty_cache(Device::cpu());
   CHECK(memory::stats(Device::cpu()).cached_bytes == after);
 }

@@ -20,7 +20,7 @@
 using namespace ndgc;
 
 namespace {
-std::vector<float> values(const NDArray& a) { return a.to_vector<float>(); }
+std::vector<float> graph_values(const NDArray& a) { return a.to_vector<float>(); }
 
 // After a capture that ended badly, with x four ones: eager reads and a new capture work.
 void check_still_usable(const NDArray& x) {
@@ -28,7 +28,7 @@ void check_still_usable(const NDArray& x) {
   NDArray y;
   DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] { y = x.mul(2.0); });
   graph.replay();
-  CHECK(values(y) == std::vector<float>{2, 2, 2, 2});
+  CHECK(graph_values(y) == std::vector<float>{2, 2, 2, 2});
 }
 }  // namespace
 
@@ -42,15 +42,15 @@ TEST_CASE("a capture records without running; each replay runs the recording on 
     y = x.mul(2.0).add(1.0);
   });
   CHECK(graph.device() == Device::gpu(0));
-  CHECK(values(counter) == std::vector<float>{0, 0, 0});  // recorded, not run
+  CHECK(graph_values(counter) == std::vector<float>{0, 0, 0});  // recorded, not run
   graph.replay();
   graph.replay();
-  CHECK(values(counter) == std::vector<float>{2, 2, 2});
-  CHECK(values(y) == std::vector<float>{3, 3, 3});
+  CHECK(graph_values(counter) == std::vector<float>{2, 2, 2});
+  CHECK(graph_values(y) == std::vector<float>{3, 3, 3});
   x.assign_(g.create(std::vector<float>{1, 2, 3}));  // new values, same memory
   graph.replay();
-  CHECK(values(y) == std::vector<float>{3, 5, 7});
-  CHECK(values(counter) == std::vector<float>{3, 3, 3});
+  CHECK(graph_values(y) == std::vector<float>{3, 5, 7});
+  CHECK(graph_values(counter) == std::vector<float>{3, 3, 3});
   CHECK(gpu.engine().replays() == 3);
 }
 
@@ -124,8 +124,8 @@ TEST_CASE("one capture at a time per device: a second, nested or from another th
   graph.replay();  // the refused captures left the first one's pool alone
   NDArray z = g.zeros({4});
   graph.replay();
-  CHECK(values(y) == std::vector<float>{2, 2, 2, 2});
-  CHECK(values(z) == std::vector<float>{0, 0, 0, 0});
+  CHECK(graph_values(y) == std::vector<float>{2, 2, 2, 2});
+  CHECK(graph_values(z) == std::vector<float>{0, 0, 0, 0});
   DeviceGraph next = DeviceGraph::capture(Device::gpu(0), [] {});  // the slot is free again
 }
 

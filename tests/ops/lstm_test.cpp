@@ -10,7 +10,7 @@
 namespace ops_test {
 namespace {
 
-std::vector<double> ramp(std::int64_t n, double scale, double shift) {
+std::vector<double> lstm_ramp(std::int64_t n, double scale, double shift) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = 0.8 * std::sin(double(i) * scale + shift);
   return v;
@@ -60,16 +60,16 @@ struct Arrays {
 
 Arrays make(const ManagerRef& m, const Case& k, DataType dt) {
   Arrays a;
-  a.x = m.create(ramp(k.b * k.t * k.f, 0.37, 0.1), {k.b, k.t, k.f}).to_type(dt);
+  a.x = m.create(lstm_ramp(k.b * k.t * k.f, 0.37, 0.1), {k.b, k.t, k.f}).to_type(dt);
   for (std::int64_t l = 0; l < k.layers; ++l) {
     const std::int64_t in = l == 0 ? k.f : k.h;
-    a.w.push_back(m.create(ramp(in * 4 * k.h, 0.71, 0.3 + double(l)), {in, 4 * k.h}).to_type(dt));
-    a.w.push_back(m.create(ramp(k.h * 4 * k.h, 0.53, 0.9 + double(l)), {k.h, 4 * k.h}).to_type(dt));
-    a.w.push_back(m.create(ramp(4 * k.h, 1.1, 0.2 + double(l)), {4 * k.h}).to_type(dt));
+    a.w.push_back(m.create(lstm_ramp(in * 4 * k.h, 0.71, 0.3 + double(l)), {in, 4 * k.h}).to_type(dt));
+    a.w.push_back(m.create(lstm_ramp(k.h * 4 * k.h, 0.53, 0.9 + double(l)), {k.h, 4 * k.h}).to_type(dt));
+    a.w.push_back(m.create(lstm_ramp(4 * k.h, 1.1, 0.2 + double(l)), {4 * k.h}).to_type(dt));
   }
   if (k.state) {
-    a.h0 = m.create(ramp(k.layers * k.b * k.h, 0.61, 0.5), {k.layers, k.b, k.h}).to_type(dt);
-    a.c0 = m.create(ramp(k.layers * k.b * k.h, 0.43, 1.5), {k.layers, k.b, k.h}).to_type(dt);
+    a.h0 = m.create(lstm_ramp(k.layers * k.b * k.h, 0.61, 0.5), {k.layers, k.b, k.h}).to_type(dt);
+    a.c0 = m.create(lstm_ramp(k.layers * k.b * k.h, 0.43, 1.5), {k.layers, k.b, k.h}).to_type(dt);
   }
   return a;
 }

@@ -14,15 +14,15 @@ using namespace ops_test;
 
 namespace {
 
-enum class Op { sum, mean, max, min };
+enum class ReduceOp { sum, mean, max, min };
 
 // Reduces `x` (row-major, `shape`) over the axes in `mask` by a plain loop.
-std::vector<double> ref_reduce(Op op, const std::vector<double>& x, const Shape& shape, std::uint32_t mask,
+std::vector<double> ref_reduce(ReduceOp op, const std::vector<double>& x, const Shape& shape, std::uint32_t mask,
                                Shape* out_shape) {
   Shape kept;
   for (int i = 0; i < shape.rank(); ++i) kept.push_back(mask >> i & 1 ? 1 : shape[i]);
-  std::vector<double> acc(std::size_t(kept.size()), op == Op::max   ? -std::numeric_limits<double>::infinity()
-                                                    : op == Op::min ? std::numeric_limits<double>::infinity()
+  std::vector<double> acc(std::size_t(kept.size()), op == ReduceOp::max   ? -std::numeric_limits<double>::infinity()
+                                                    : op == ReduceOp::min ? std::numeric_limits<double>::infinity()
                                                                     : 0.0);
   std::int64_t count = 1;
   for (int i = 0; i < shape.rank(); ++i)
@@ -33,22 +33,22 @@ std::vector<double> ref_reduce(Op op, const std::vector<double>& x, const Shape&
     for (int i = 0; i < shape.rank(); ++i) o = o * kept[i] + (mask >> i & 1 ? 0 : idx[std::size_t(i)]);
     double& a = acc[std::size_t(o)];
     double v = x[std::size_t(f)];
-    if (op == Op::max) a = std::max(a, v);
-    else if (op == Op::min) a = std::min(a, v);
+    if (op == ReduceOp::max) a = std::max(a, v);
+    else if (op == ReduceOp::min) a = std::min(a, v);
     else a += v;
   }
-  if (op == Op::mean)
+  if (op == ReduceOp::mean)
     for (double& a : acc) a /= double(count);
   if (out_shape) *out_shape = kept;
   return acc;
 }
 
-NDArray run(Op op, const NDArray& a, const std::vector<int>& axes, bool keepdims) {
+NDArray run(ReduceOp op, const NDArray& a, const std::vector<int>& axes, bool keepdims) {
   switch (op) {
-    case Op::sum: return a.sum(axes, keepdims);
-    case Op::mean: return a.mean(axes, keepdims);
-    case Op::max: return a.max(axes, keepdims);
-    case Op::min: return a.min(axes, keepdims);
+    case ReduceOp::sum: return a.sum(axes, keepdims);
+    case ReduceOp::mean: return a.mean(axes, keepdims);
+    case ReduceOp::max: return a.max(axes, keepdims);
+    case ReduceOp::min: return a.min(axes, keepdims);
   }
   return {};
 }
@@ -109,7 +109,7 @@ TEST_CASE_TEMPLATE("every axis subset of a rank-3 array, keepdims or not, contig
     xp[std::size_t(i)] = x[std::size_t((idx[1] * 4 + idx[2]) * 5 + idx[0])];
   }
   const double tol = std::is_same_v<T, double> ? 1e-12 : 1e-5;  // integer means are float32
-  for (Op op : {Op::sum, Op::mean, Op::max, Op::min}) {
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::max, ReduceOp::min}) {
     for (std::uint32_t mask = 1; mask < 8; ++mask) {
       std::vector<int> axes, neg_axes;
       for (int i = 0; i < 3; ++i)
@@ -137,20 +137,20 @@ TEST_CASE("reducing the leading axes of a contiguous array (the bias-gradient pa
   std::vector<double> x = test_data(64 * 10, 3);
   NDArray a = m.create(x, {4, 16, 10});
   Shape kept;
-  check_values(a.sum({0, 1}), ref_reduce(Op::sum, x, {4, 16, 10}, 3, &kept), 1e-12);
-  check_values(a.mean({0}), ref_reduce(Op::mean, x, {4, 16, 10}, 1, &kept), 1e-12);
-  check_values(a.max({0, 1}), ref_reduce(Op::max, x, {4, 16, 10}, 3, &kept));
-  check_values(a.min({0}), ref_reduce(Op::min, x, {4, 16, 10}, 1, &kept));
+  check_values(a.sum({0, 1}), ref_reduce(ReduceOp::sum, x, {4, 16, 10}, 3, &kept), 1e-12);
+  check_values(a.mean({0}), ref_reduce(ReduceOp::mean, x, {4, 16, 10}, 1, &kept), 1e-12);
+  check_values(a.max({0, 1}), ref_reduce(ReduceOp::max, x, {4, 16, 10}, 3, &kept));
+  check_values(a.min({0}), ref_reduce(ReduceOp::min, x, {4, 16, 10}, 1, &kept));
   // Length-1 axes mixed in, kept and reduced.
   NDArray b = a.reshape({4, 1, 16, 10});
-  check_values(b.sum({0, 1}), ref_reduce(Op::sum, x, {4, 16, 10}, 1, &kept), 1e-12);
+  check_values(b.sum({0, 1}), ref_reduce(ReduceOp::sum, x, {4, 16, 10}, 1, &kept), 1e-12);
   check_values(b.sum({1}), x, 1e-12);
   // Every axis but a middle one, as a conv's bias gradient: [N, C, H, W] over {0, 2, 3}
   // (Note [Reduced on both sides] in src/ops/cpu/reduce_kernels.cpp), and over {0, 3}.
   const Shape four{3, 4, 5, 6};
   std::vector<double> y = test_data(360, 9);
   NDArray c = m.create(y, four);
-  for (Op op : {Op::sum, Op::mean, Op::max, Op::min}) {
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::max, ReduceOp::min}) {
     INFO("op " << int(op));
     check_values(run(op, c, {0, 2, 3}, false), ref_reduce(op, y, four, 0b1101, &kept), 1e-12);
     check_values(run(op, c, {0, 3}, false), ref_reduce(op, y, four, 0b1001, &kept), 1e-12);

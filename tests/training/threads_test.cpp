@@ -12,7 +12,7 @@
 namespace ndgc {
 namespace {
 
-struct Run {
+struct ThreadsRun {
   std::vector<double> losses;
   std::vector<float> weights;
   std::uint64_t steady_allocations = 0;
@@ -20,11 +20,11 @@ struct Run {
 };
 
 // Wide enough that the products, the gradients and Adam run on the pool.
-Run train(int threads) {
+ThreadsRun train(int threads) {
   const int saved = num_threads();
   set_num_threads(threads);
   test::AutoClose autoclose(true);
-  Run run;
+  ThreadsRun run;
   {
     set_random_seed(3);
     Model model("wide", std::make_unique<nn::Mlp>(64, 10, std::vector<std::int64_t>{512, 256}));
@@ -59,12 +59,12 @@ Run train(int threads) {
 
 TEST_CASE("a wide training run with auto-close and a workspace is the same bits at 1, 2, 3 and 7 threads") {
   const std::size_t live_before = debug::snapshot().arrays.size();
-  const Run one = train(1);
+  const ThreadsRun one = train(1);
   CHECK(one.losses.back() < one.losses.front());
   CHECK(one.live_arrays_after == live_before);
   for (int threads : {2, 3, 7}) {
     INFO("threads " << threads);
-    const Run many = train(threads);
+    const ThreadsRun many = train(threads);
     CHECK(many.losses == one.losses);
     CHECK(many.weights == one.weights);
     CHECK(many.steady_allocations == one.steady_allocations);

@@ -27,20 +27,20 @@
 namespace ndgc {
 namespace {
 
-constexpr std::int64_t kRows = 96, kBatch = test::kToyBatch, kFeatures = test::kToyFeatures, kClasses = test::kToyClasses;
+constexpr std::int64_t kRows = 96, kDeviceBatch = test::kToyBatch, kFeatures = test::kToyFeatures, kDeviceClasses = test::kToyClasses;
 
 // A learnable problem on the host (tests/toy_problem.hpp): 6 batches.
 data::ArrayDataset toy(const ManagerRef& host) { return test::toy_problem(host, kRows); }
 training::TrainingConfig config() { return test::toy_config(); }
 
-std::unique_ptr<nn::Block> net() { return std::make_unique<nn::Mlp>(kFeatures, kClasses, std::vector<std::int64_t>{16}); }
+std::unique_ptr<nn::Block> net() { return std::make_unique<nn::Mlp>(kFeatures, kDeviceClasses, std::vector<std::int64_t>{16}); }
 
 // fit() for `epochs` on a fresh toy model on `device`, with these listeners
 // (the listener tests read what the listeners kept, after the model closes).
 void fit_toy(Device device, std::vector<std::shared_ptr<training::TrainingListener>> listeners,
              const data::ArrayDataset& train, std::int64_t epochs, const data::ArrayDataset* validation = nullptr) {
   Model model("toy", net(), device);
-  model.initialize(Shape{kBatch, kFeatures});
+  model.initialize(Shape{kDeviceBatch, kFeatures});
   training::TrainingConfig c = config();
   c.listeners = std::move(listeners);
   training::Trainer trainer(model, c);
@@ -59,7 +59,7 @@ Trained train_on(Device device, training::WorkspaceMode mode = training::Workspa
   data::ArrayDataset train = toy(host);
   set_random_seed(21);
   Model model("toy", net(), device);
-  model.initialize(Shape{kBatch, kFeatures});
+  model.initialize(Shape{kDeviceBatch, kFeatures});
   training::TrainingConfig c = config();
   c.workspace_mode = mode;
   training::Trainer trainer(model, c);
@@ -140,7 +140,7 @@ TEST_CASE("fit's batches are made on the model's device; the trainer's manager i
   NDManager host = NDManager::new_base_manager("host data");
   data::ArrayDataset train = toy(host);
   Model model("toy", net(), Device::gpu(0));
-  model.initialize(Shape{kBatch, kFeatures});
+  model.initialize(Shape{kDeviceBatch, kFeatures});
   training::Trainer trainer(model, config());
   CHECK(trainer.device() == Device::gpu(0));
   CHECK(trainer.manager().device() == Device::gpu(0));
@@ -170,7 +170,7 @@ TEST_CASE("a steady-state step on gpu(0) copies nothing back to the host unless 
   NDManager host = NDManager::new_base_manager("host data");
   data::ArrayDataset train = toy(host);
   Model model("toy", net(), Device::gpu(0));
-  model.initialize(Shape{kBatch, kFeatures});
+  model.initialize(Shape{kDeviceBatch, kFeatures});
 
   SUBCASE("no listener reads: zero to_host per step, the epoch's metrics read once each at its end") {
     training::Trainer trainer(model, config());
@@ -229,7 +229,7 @@ TEST_CASE("gpu(0) memory: flat over epochs without a leak, zero once the model c
   data::ArrayDataset train = toy(host);
   {
     Model model("toy", net(), Device::gpu(0));
-    model.initialize(Shape{kBatch, kFeatures});
+    model.initialize(Shape{kDeviceBatch, kFeatures});
     training::Trainer trainer(model, config());
     std::vector<std::uint64_t> at_epoch_end;
     for (int epoch = 0; epoch < 4; ++epoch) {
@@ -332,7 +332,7 @@ TEST_CASE("DJL's leak on gpu(0): auto-close keeps device bytes flat from step to
     CAPTURE(autoclose);
     test::AutoClose ac(autoclose);
     Model model("leaky", net(), Device::gpu(0));
-    model.initialize(Shape{kBatch, kFeatures});
+    model.initialize(Shape{kDeviceBatch, kFeatures});
     training::TrainingConfig c = config();
     c.listeners.push_back(std::make_shared<ModelLeak>());
     training::Trainer trainer(model, c);
@@ -359,7 +359,7 @@ TEST_CASE("a batch made on the host and given to train_batch by hand is copied t
   NDManager host = NDManager::new_base_manager("host data");
   data::ArrayDataset train = toy(host);
   Model model("toy", net(), Device::gpu(0));
-  model.initialize(Shape{kBatch, kFeatures});
+  model.initialize(Shape{kDeviceBatch, kFeatures});
   training::Trainer trainer(model, config());
   const std::vector<std::int64_t> rows{0, 1, 2, 3};
   {
@@ -390,7 +390,7 @@ TEST_CASE("LossValue: made from a double it reads nothing; its array read after 
   NDManager host = NDManager::new_base_manager("host data");
   data::ArrayDataset train = toy(host);
   Model model("toy", net(), Device::gpu(0));
-  model.initialize(Shape{kBatch, kFeatures});
+  model.initialize(Shape{kDeviceBatch, kFeatures});
   training::Trainer trainer(model, config());
   training::LossValue kept;
   {

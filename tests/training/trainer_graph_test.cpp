@@ -34,16 +34,16 @@ struct HalveEachEpoch : training::TrainingListener {
   }
 };
 
-struct Run : test::ToyRun {
+struct GraphRun : test::ToyRun {
   std::vector<std::size_t> live_arrays;  // at each epoch's end
 };
 
 // `epochs` of fit() on `rows` rows (batches of 16), on the simulated gpu(0).
-Run train(bool graph, std::int64_t rows, std::int64_t epochs, bool schedule = false) {
+GraphRun train(bool graph, std::int64_t rows, std::int64_t epochs, bool schedule = false) {
   training::TrainingConfig c = test::toy_config();
   c.cuda_graph = graph;
   if (schedule) c.listeners.push_back(std::make_shared<HalveEachEpoch>());
-  Run out;
+  GraphRun out;
   c.listeners.push_back(std::make_shared<CountArrays>(out.live_arrays));
   static_cast<test::ToyRun&>(out) = test::fit_toy_problem(Device::gpu(0), rows, epochs, std::move(c));
   return out;
@@ -59,8 +59,8 @@ void check_identical(const test::ToyRun& graphed, const test::ToyRun& eager) {
 
 TEST_CASE("a graphed step trains to the eager step's parameters and history, bit for bit") {
   test::SimGpu gpu;
-  const Run eager = train(false, 96, 3);  // 6 full batches an epoch
-  const Run graphed = train(true, 96, 3);
+  const GraphRun eager = train(false, 96, 3);  // 6 full batches an epoch
+  const GraphRun graphed = train(true, 96, 3);
   check_identical(graphed, eager);
   CHECK(eager.graph_captures == 0);
   CHECK(eager.graph_replays == 0);
@@ -76,8 +76,8 @@ TEST_CASE("a graphed step trains to the eager step's parameters and history, bit
 
 TEST_CASE("a batch of other shapes (the short last one) runs eagerly; the graph replays the rest") {
   test::SimGpu gpu;
-  const Run eager = train(false, 100, 2);  // 6 batches of 16 and one of 4 an epoch
-  const Run graphed = train(true, 100, 2);
+  const GraphRun eager = train(false, 100, 2);  // 6 batches of 16 and one of 4 an epoch
+  const GraphRun graphed = train(true, 100, 2);
   check_identical(graphed, eager);
   CHECK(graphed.graph_captures == 1);
   CHECK(graphed.graph_replays == 2 * 6 - training::Trainer::kGraphWarmupSteps);
@@ -85,8 +85,8 @@ TEST_CASE("a batch of other shapes (the short last one) runs eagerly; the graph 
 
 TEST_CASE("a new learning rate is captured again") {
   test::SimGpu gpu;
-  const Run eager = train(false, 96, 3, true);
-  const Run graphed = train(true, 96, 3, true);
+  const GraphRun eager = train(false, 96, 3, true);
+  const GraphRun graphed = train(true, 96, 3, true);
   check_identical(graphed, eager);
   CHECK(graphed.graph_captures == 3);  // one per epoch: the rate halves at each epoch's end
   CHECK(graphed.graph_replays == 3 * 6 - training::Trainer::kGraphWarmupSteps);

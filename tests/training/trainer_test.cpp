@@ -23,7 +23,7 @@ data::ArrayDataset toy(const ManagerRef& m, std::int64_t rows, std::uint64_t see
   return data::ArrayDataset(x, y);
 }
 
-training::TrainingConfig config(double lr = 1e-2) {
+training::TrainingConfig trainer_config(double lr = 1e-2) {
   training::TrainingConfig c;
   c.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
   c.optimizer = std::make_shared<nn::Adam>(lr);
@@ -31,7 +31,7 @@ training::TrainingConfig config(double lr = 1e-2) {
   return c;
 }
 
-std::unique_ptr<nn::Block> net() { return std::make_unique<nn::Mlp>(8, 3, std::vector<std::int64_t>{16}); }
+std::unique_ptr<nn::Block> trainer_net() { return std::make_unique<nn::Mlp>(8, 3, std::vector<std::int64_t>{16}); }
 
 struct Recorder : training::TrainingListener {
   std::vector<std::string> events;
@@ -47,11 +47,11 @@ struct Recorder : training::TrainingListener {
 }  // namespace
 
 TEST_CASE("the trainer's manager is a child of the model's; batches are children of the trainer's") {
-  Model model("toy", net());
+  Model model("toy", trainer_net());
   model.initialize(Shape{16, 8});
   data::ArrayDataset train = toy(model.manager(), 64, 1);
   train.set_batch_size(16);
-  training::Trainer trainer(model, config());
+  training::Trainer trainer(model, trainer_config());
   CHECK(trainer.manager().parent().same(model.manager()));
   for (data::Batch& batch : train.batches(trainer.manager(), 0)) {
     CHECK(batch.manager.parent().same(trainer.manager()));
@@ -62,25 +62,25 @@ TEST_CASE("the trainer's manager is a child of the model's; batches are children
 }
 
 TEST_CASE("trainer errors") {
-  Model model("toy", net());
-  CHECK_THROWS_WITH_AS(training::Trainer(model, config()), doctest::Contains("is not initialized"), InvalidArgument);
+  Model model("toy", trainer_net());
+  CHECK_THROWS_WITH_AS(training::Trainer(model, trainer_config()), doctest::Contains("is not initialized"), InvalidArgument);
   model.initialize(Shape{1, 8});
-  training::TrainingConfig no_loss = config();
+  training::TrainingConfig no_loss = trainer_config();
   no_loss.loss = nullptr;
   CHECK_THROWS_WITH_AS(training::Trainer(model, no_loss), doctest::Contains("has no loss"), InvalidArgument);
-  training::TrainingConfig no_opt = config();
+  training::TrainingConfig no_opt = trainer_config();
   no_opt.optimizer = nullptr;
   CHECK_THROWS_WITH_AS(training::Trainer(model, no_opt), doctest::Contains("has no optimizer"), InvalidArgument);
-  training::Trainer trainer(model, config());
+  training::Trainer trainer(model, trainer_config());
   data::ArrayDataset train = toy(model.manager(), 8, 1);
   CHECK_THROWS_WITH_AS(training::fit(trainer, -1, train), doctest::Contains("epochs must not be negative"),
                        InvalidArgument);
 }
 
 TEST_CASE("new_gradient_collector zeroes the parameters' gradients, and only theirs") {
-  Model model("toy", net());
+  Model model("toy", trainer_net());
   model.initialize(Shape{1, 8});
-  training::Trainer trainer(model, config());
+  training::Trainer trainer(model, trainer_config());
   NDArray other = model.manager().ones({3}).set_requires_gradient(true);
   other.gradient().fill_(5);
   for (const auto& p : model.parameters()) p.parameter->gradient().fill_(1);
@@ -93,12 +93,12 @@ TEST_CASE("new_gradient_collector zeroes the parameters' gradients, and only the
 }
 
 TEST_CASE("fit: listeners in order, history, learning") {
-  Model model("toy", net());
+  Model model("toy", trainer_net());
   model.initialize(Shape{16, 8});
   data::ArrayDataset train = toy(model.manager(), 512, 1), test = toy(model.manager(), 256, 2);
   train.set_batch_size(16).set_shuffle(true, 5);
   test.set_batch_size(64);
-  training::TrainingConfig c = config();
+  training::TrainingConfig c = trainer_config();
   auto recorder = std::make_shared<Recorder>();
   auto timing = std::make_shared<training::EpochTimingListener>();
   c.listeners = {recorder, timing};
@@ -130,11 +130,11 @@ TEST_CASE("a correctly written loop keeps memory flat, auto-close off and on") {
   for (bool autoclose : {false, true}) {
     CAPTURE(autoclose);
     test::AutoClose ac(autoclose);
-    Model model("toy", net());
+    Model model("toy", trainer_net());
     model.initialize(Shape{16, 8});
     data::ArrayDataset train = toy(model.manager(), 800, 3);
     train.set_batch_size(16).set_shuffle(true, 1);  // 50 steps per epoch
-    training::TrainingConfig c = config();
+    training::TrainingConfig c = trainer_config();
     auto memory = std::make_shared<training::MemoryListener>();
     c.listeners.push_back(memory);
     training::Trainer trainer(model, c);
@@ -173,12 +173,12 @@ TEST_CASE("a leaking loop grows without auto-close and stays flat with it") {
     CAPTURE(autoclose);
     test::AutoClose ac(autoclose);
     auto seq = std::make_unique<nn::SequentialBlock>();
-    seq->add(std::make_unique<Scaled>()).add(net());
+    seq->add(std::make_unique<Scaled>()).add(trainer_net());
     Model model("leaky", std::move(seq));
     model.initialize(Shape{16, 8});
     data::ArrayDataset train = toy(model.manager(), 320, 4);
     train.set_batch_size(16);  // 20 steps per epoch
-    training::TrainingConfig c = config();
+    training::TrainingConfig c = trainer_config();
     auto memory = std::make_shared<training::MemoryListener>();
     c.listeners.push_back(memory);
     training::Trainer trainer(model, c);
@@ -197,11 +197,11 @@ TEST_CASE("a leaking loop grows without auto-close and stays flat with it") {
 
 TEST_CASE("MemoryListener writes one CSV row per epoch") {
   const auto path = std::filesystem::temp_directory_path() / ("ndgc_memory_" + std::to_string(::getpid()) + ".csv");
-  Model model("toy", net());
+  Model model("toy", trainer_net());
   model.initialize(Shape{16, 8});
   data::ArrayDataset train = toy(model.manager(), 64, 1);
   train.set_batch_size(16);
-  training::TrainingConfig c = config();
+  training::TrainingConfig c = trainer_config();
   c.listeners.push_back(std::make_shared<training::MemoryListener>(path));
   training::Trainer trainer(model, c);
   training::fit(trainer, 3, train);
@@ -214,7 +214,7 @@ TEST_CASE("MemoryListener writes one CSV row per epoch") {
   CHECK(lines[1].rfind("0,", 0) == 0);
   CHECK(lines[3].rfind("2,", 0) == 0);
   std::filesystem::remove(path);
-  training::TrainingConfig bad = config();
+  training::TrainingConfig bad = trainer_config();
   bad.listeners.push_back(std::make_shared<training::MemoryListener>("/nonexistent-dir/m.csv"));
   training::Trainer t2(model, bad);
   CHECK_THROWS_WITH_AS(training::fit(t2, 1, train), doctest::Contains("cannot create"), DataError);
