@@ -1,5 +1,6 @@
 // CUDA kernels of conv2d and the 2-D pools: im2col, col2im, pool2d and its
-// backward. Twin of src/ops/cpu/conv_kernels.cpp; the GEMM between im2col
+// backward. Twins of src/ops/cpu/conv_kernels.cpp (im2col, col2im) and
+// src/ops/cpu/pool_kernels.cpp (the pools); the GEMM between im2col
 // and col2im is the ops layer's, through the engine's matmul (cuBLAS).
 //
 // One thread per entry of what is written (grid-stride, 64-bit indices), and

@@ -7,6 +7,8 @@
 // manager.
 #include "autograd/layer_rules.hpp"
 
+#include "support/assert.hpp"
+
 #include <algorithm>
 #include <optional>
 
@@ -304,7 +306,7 @@ void layer_gradients(const Node& node, Scratch& g, std::vector<Scratch>& out) {
     case OpKind::batch_norm: batch_norm_rule(r); break;
     case OpKind::lstm_cell: lstm_cell_rule(r); break;
     case OpKind::lstm_layer: lstm_layer_rule(r); break;
-    default: break;
+    default: NDGC_ASSERT(false, "layer_gradients: a node of an op kind that has no layer rule (no gradient would flow)");
   }
 }
 

@@ -1,5 +1,5 @@
 // Gradient rules of the layer ops (issue 27): conv2d, the pools, GELU,
-// dropout, embedding, layer_norm, batch_norm and lstm_cell. See rules.hpp
+// dropout, embedding, layer_norm, batch_norm, lstm_cell and lstm_layer. See rules.hpp
 // for the contract; rules.cpp dispatches here.
 #pragma once
 
@@ -10,7 +10,8 @@
 
 namespace ndgc::autograd::detail {
 
-// Fills `out` (already sized to node.size()) for a node of a layer op kind.
+// Fills `out` (already sized to node.size()) for a node of a layer op kind;
+// any other kind is a broken invariant (NDGC_ASSERT).
 void layer_gradients(const Node& node, Scratch& g, std::vector<Scratch>& out);
 
 }  // namespace ndgc::autograd::detail

@@ -9,6 +9,7 @@
 
 #include "core/registry.hpp"
 #include "ops/op_support.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc::autograd::detail {
 namespace {
@@ -99,7 +100,7 @@ void binary_rule(Rule& r) {
       if (nb) r.out[1] = sum_to(where(first.view(), zero.view(), g, shape, d), sb);
       break;
     }
-    default: break;  // comparisons are not recorded
+    default: NDGC_ASSERT(false, "binary_rule: a comparison was recorded (comparisons cut the graph)");
   }
 }
 

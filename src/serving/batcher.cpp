@@ -74,6 +74,21 @@ void Batcher::close() {
   ready_.notify_all();
 }
 
+std::size_t Batcher::abandon(const std::string& reason) {
+  std::deque<Job> left;
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    left.swap(queue_);
+  }
+  ready_.notify_all();
+  for (Job& job : left) {
+    metrics_.pending.fetch_sub(1);
+    job.done(503, EncodedResponse{error_body(reason), 0});
+  }
+  return left.size();
+}
+
 void Batcher::work(int index) {
   std::vector<Job> batch;
   for (;;) {

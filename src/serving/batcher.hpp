@@ -75,6 +75,10 @@ class Batcher {
   bool submit(Job&& job);
   // No more submits; the workers finish what is queued, then exit.
   void close();
+  // No more submits, and what is queued is answered 503 with `reason`
+  // instead of computed (a shutdown past its deadline): the workers finish
+  // the batches they are running, then exit. Returns how many were answered.
+  std::size_t abandon(const std::string& reason);
   // Requests queued or being computed.
   std::int64_t pending() const noexcept { return metrics_.pending.load(); }
 

@@ -83,7 +83,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     version_ = request.version();
     in_flight_.fetch_add(1);
     counted_ = true;
-    Reply reply = [self = shared_from_this()](Response&& response) {
+    // Note [A reply is called once]: a handler that replies and then throws
+    // (or calls its Reply twice) must not start a second write on the
+    // socket, nor answer the connection's next request with a stale
+    // response. Requests on a connection are sequential, so each one's Reply
+    // claims its sequence number from the last one answered; any later call
+    // finds it claimed and does nothing.
+    const std::uint64_t sequence = ++requests_;
+    Reply reply = [self = shared_from_this(), sequence](Response&& response) {
+      std::uint64_t previous = sequence - 1;
+      if (!self->answered_.compare_exchange_strong(previous, sequence, std::memory_order_acq_rel)) return;
       auto owned = std::make_shared<Response>(std::move(response));
       asio::post(self->socket_.get_executor(), [self, owned] { self->write(owned); });
     };
@@ -161,6 +170,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<std::int64_t>& in_flight_;
   std::atomic<Clock::rep> deadline_{0};  // Clock's ticks since its epoch; 0: none
   bool counted_ = false;
+  std::uint64_t requests_ = 0;                // requests handed to the handler (on the strand)
+  std::atomic<std::uint64_t> answered_{0};    // the last of them whose Reply was called (any thread)
   bool linger_ = false;
   std::array<char, 4096> scratch_;
   bool keep_alive_ = true;

@@ -53,7 +53,8 @@ class Connection;  // http_server.cpp
 
 using Request = boost::beast::http::request<boost::beast::http::string_body>;
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
-// Answers one request; callable once, from any thread.
+// Answers one request, from any thread. Only its first call answers; later
+// calls do nothing (Note [A reply is called once] in http_server.cpp).
 using Reply = std::function<void(Response&&)>;
 using Handler = std::function<void(Request&&, Reply)>;
 // Called instead of the Handler when a request breaks a limit: 413 for a

@@ -31,7 +31,26 @@ void header(std::string& out, const char* name, const char* type, const char* he
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
-std::string label(const std::string& model) { return "model=" + json_string(model); }
+}  // namespace
+
+std::string prometheus_label_value(std::string_view value) {
+  // The text format escapes exactly three characters in a label value:
+  // backslash, double quote and line feed. Everything else, control
+  // characters and UTF-8 included, stands as it is (JSON's \u escapes would
+  // be read as literal text).
+  std::string out = "\"";
+  for (const char c : value) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out + '"';
+}
+
+namespace {
+
+std::string label(const std::string& model) { return "model=" + prometheus_label_value(model); }
 
 }  // namespace
 

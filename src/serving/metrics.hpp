@@ -17,12 +17,16 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "ndgc/device.hpp"
 
 namespace ndgc::serving {
+
+// `value` as a quoted Prometheus label value (the text exposition format's escaping).
+std::string prometheus_label_value(std::string_view value);
 
 class Histogram {
  public:

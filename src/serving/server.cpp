@@ -7,9 +7,12 @@
 // listening socket, then closes every batcher's queue: the workers answer
 // what is queued. It waits for the HTTP server's in-flight count (requests
 // handed to a handler whose response is not yet written) to reach zero, or
-// for the timeout; only then does it stop the I/O threads and join the
-// workers. The models are the caller's: they close after the server, when
-// no worker can touch them.
+// for the timeout. Past the timeout, what is still queued is answered 503
+// instead of computed (Batcher::abandon), so shutdown waits for at most the
+// batches already running, one per worker, not for a queue of up to
+// --max-queue requests. Only then does it stop the I/O threads (after a
+// short grace for those 503s to be written) and join the workers. The models
+// are the caller's: they close after the server, when no worker can touch them.
 #include <map>
 #include <mutex>
 #include <optional>
@@ -218,9 +221,22 @@ struct Server::Impl {
       if (drained || std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+    if (!drained) answer_queued_with_503();
     http->stop();
-    for (auto& [name, s] : models) s.batcher.reset();  // joins the workers (they finish what is queued)
+    for (auto& [name, s] : models) s.batcher.reset();  // joins the workers: each finishes the batch it runs
     return drained;
+  }
+
+  // Past the shutdown's deadline: the queued requests get 503 (Note
+  // [Shutdown order]); the I/O threads get up to kGrace to write those.
+  void answer_queued_with_503() {
+    constexpr auto kGrace = std::chrono::milliseconds(100);
+    std::size_t answered = 0;
+    for (auto& [name, s] : models)
+      answered += s.batcher->abandon("the server is shutting down and its exit timeout passed before this request ran");
+    const auto until = std::chrono::steady_clock::now() + kGrace;
+    while (answered > 0 && http->in_flight() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 };
 

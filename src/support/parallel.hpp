@@ -30,7 +30,11 @@ constexpr std::int64_t kGrainSize = 32768;
 // a region runs every step without touching the heap.
 class TaskRef {
  public:
+  // Not for F = TaskRef: copying a non-const TaskRef would otherwise pick
+  // this constructor over the copy constructor and wrap the reference itself
+  // (one more indirect call, and a pointer to a TaskRef that may be gone).
   template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, TaskRef>)
   TaskRef(F& f) noexcept  // NOLINT: implicit by design
       : object_(static_cast<void*>(&f)), call_([](void* o, std::int64_t i) { (*static_cast<F*>(o))(i); }) {}
   void operator()(std::int64_t i) const { call_(object_, i); }

@@ -45,6 +45,7 @@
 
 #include "ndgc/error.hpp"
 #include "ndgc/parallel.hpp"
+#include "support/assert.hpp"
 #include "support/options.hpp"
 
 namespace ndgc {
@@ -76,6 +77,7 @@ class Pool {
 
   // Called with region_mutex() held.
   void run(std::int64_t count, TaskRef task) {
+    NDGC_ASSERT(task_ == nullptr, "one region at a time: the last one cleared its task");
     task_ = &task;
     count_ = count;
     next_.store(0, std::memory_order_relaxed);
@@ -97,6 +99,7 @@ class Pool {
     // its increment is seen here and we wait for it.
     open_.store(false);
     while (inside_.load() != 0) std::this_thread::yield();
+    NDGC_ASSERT(next_.load(std::memory_order_relaxed) >= count_, "a region returns only once every piece was taken");
     task_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }

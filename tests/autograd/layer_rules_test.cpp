@@ -10,11 +10,16 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <ndgc/autograd.hpp>
 #include <ndgc/ndgc.hpp>
 
+#include "autograd/layer_rules.hpp"
+#include "death.hpp"
 #include "gradient_check.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc {
 
@@ -163,3 +168,18 @@ TEST_CASE("gradcheck: lstm, x, h0, c0, weights and bias") {
 }
 
 }  // namespace ndgc
+
+// layer_gradients is dispatched only for layer op kinds; a node of any other
+// kind would silently get no gradient, so it is a broken invariant.
+TEST_CASE("layer_gradients: a node of a non-layer op kind is a broken invariant" *
+          doctest::skip(!NDGC_ASSERTIONS_ON)) {
+  const ndgc::test::Death d = ndgc::test::run_in_child([] {
+    using namespace ndgc::autograd::detail;
+    const Node node(ndgc::ops::OpRecord{.kind = ndgc::ops::OpKind::binary}, {}, nullptr, ndgc::NDArray());
+    Scratch g;
+    std::vector<Scratch> out;
+    layer_gradients(node, g, out);
+  });
+  CHECK(d.aborted);
+  CHECK(d.stderr_text.find("no layer rule") != std::string::npos);
+}

@@ -1,4 +1,4 @@
-// nn::LSTM (src/nn/lstm.cpp): parameter names and shapes, initial values,
+// nn::LSTM (src/nn/lstm_block.cpp): parameter names and shapes, initial values,
 // forward with and without a state (the op's results), gradients reaching
 // every parameter, describe(), errors naming the block, and a Model
 // save/load round trip.

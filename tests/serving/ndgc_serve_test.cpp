@@ -7,9 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <ndgc/model_file.hpp>
 #include <ndgc/ndgc.hpp>
@@ -84,7 +87,51 @@ double metric(const std::string& body, const std::string& name) {
   return std::stod(body.substr(at + name.size() + 2));
 }
 
+// Threads of process `pid` but its main thread that do not block both
+// SIGTERM and SIGINT (their SigBlk line in /proc/PID/task/TID/status), as
+// "TID: mask". The main thread takes them in sigwait, during which the
+// kernel shows them unblocked.
+std::vector<std::string> threads_taking_termination(pid_t pid) {
+  std::vector<std::string> open;
+  const std::uint64_t wanted = (std::uint64_t(1) << (SIGTERM - 1)) | (std::uint64_t(1) << (SIGINT - 1));
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    if (task.path().filename() == std::to_string(pid)) continue;
+    std::ifstream status(task.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (!line.starts_with("SigBlk:")) continue;
+      const std::uint64_t mask = std::stoull(line.substr(7), nullptr, 16);
+      if ((mask & wanted) != wanted) open.push_back(task.path().filename().string() + ": " + line);
+    }
+  }
+  return open;
+}
+
 }  // namespace
+
+TEST_CASE("ndgc-serve: every thread blocks SIGTERM and SIGINT, so only the shutdown path takes them") {
+  const auto file = tiny_model_file("mask");
+  for (const std::string autoclose : {"off", "trace"}) {
+    CAPTURE(autoclose);
+#ifndef NDGC_SERVE_TRACE_BUILT
+    if (autoclose == "trace") continue;
+#endif
+    Child child({"--model", "tiny=" + file.string(), "--port", "0", "--workers", "2", "--compute-threads", "2",
+                 "--autoclose", autoclose});
+    const unsigned short port = port_of(child.line());
+    {
+      test::Client c(port);  // a request, so the workers and the intra-op pool have started
+      CHECK(c.post("/v2/models/tiny/infer",
+                   R"({"inputs":[{"name":"input","shape":[2,4],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]}]})")
+                .result_int() == 200);
+    }
+    const std::vector<std::string> open = threads_taking_termination(child.pid);
+    for (const std::string& t : open) MESSAGE("takes SIGTERM or SIGINT: " << t);
+    CHECK(open.empty());
+    ::kill(child.pid, SIGTERM);
+    CHECK(child.wait() == 0);
+  }
+  std::filesystem::remove(file);
+}
 
 TEST_CASE("ndgc-serve: listening line, a prediction, SIGTERM exits 0 with no array left") {
   const auto file = tiny_model_file("plain");

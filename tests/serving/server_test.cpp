@@ -361,6 +361,53 @@ TEST_CASE("shutdown answers the requests in flight, then refuses with 503") {
   CHECK(debug::snapshot().arrays.size() == arrays);  // every batch's context closed
 }
 
+TEST_CASE("shutdown past its timeout answers the queued requests 503 instead of computing them") {
+  std::atomic<int> forwards{0};
+  Model slow("slow", std::make_unique<nn::LambdaBlock>("sleeps 200 ms", [&](const NDList& in) {
+    forwards.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return NDList{in.head() * 1.0f};
+  }));
+  slow.initialize(Shape{1, 4});
+  ServerOptions o = test_options();
+  o.io_threads = 2;
+  o.workers = 1;  // one batch at a time, inline or on the worker
+  o.max_batch_size = 1;
+  Server server(o);
+  server.add_model("slow", slow, 4, 4);
+  const unsigned short port = server.start();
+  constexpr int kRequests = 6;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < kRequests; ++i) clients.push_back(std::make_unique<Client>(port));
+  std::vector<std::future<unsigned>> answers;
+  for (int i = 0; i < kRequests; ++i)
+    answers.push_back(std::async(std::launch::async, [&c = *clients[std::size_t(i)], i]() -> unsigned {
+      try {
+        return c.post("/v2/models/slow/infer", infer_body({float(i), 0, 0, 0})).result_int();
+      } catch (const std::exception&) {
+        return 0;  // the connection closed with no answer
+      }
+    }));
+  const std::string all_pending = fmt::format("ndgc_pending_requests{{model=\"slow\"}} {}", kRequests);
+  for (int spin = 0; spin < 5000 && server.metrics().find(all_pending) == std::string::npos; ++spin)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(server.metrics().find(all_pending) != std::string::npos);
+  CHECK_FALSE(server.shutdown(std::chrono::milliseconds(50)));  // not drained in time
+  int computed = 0, refused = 0;
+  for (auto& a : answers) {
+    const unsigned status = a.get();
+    CHECK((status == 200 || status == 503 || status == 0));
+    computed += status == 200;
+    refused += status == 503;
+  }
+  // One batch was running when the timeout passed (at most one more started
+  // before the queue was taken); the rest were answered 503 (or, past the
+  // grace for writing, closed), not computed.
+  CHECK(forwards.load() <= 2);
+  CHECK(computed <= 2);
+  CHECK(refused >= 1);
+}
+
 }  // namespace ndgc::serving
 
 namespace ndgc::serving {

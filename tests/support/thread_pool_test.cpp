@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <dirent.h>
 #include <mutex>
 #include <set>
@@ -238,4 +239,19 @@ TEST_CASE("lazy start, 1 thread starts none, and a forked child gets a pool of i
   REQUIRE(waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+// llvm::function_ref's guard: a copy of a non-const TaskRef is a copy, not a
+// TaskRef wrapping the first one (which would add an indirect call and point
+// at an object that may be gone).
+TEST_CASE("TaskRef: copying a non-const one copies the reference, it does not wrap it") {
+  std::int64_t seen = -1;
+  auto f = [&](std::int64_t i) { seen = i; };
+  support::TaskRef a(f);
+  support::TaskRef b(a);  // a is not const
+  CHECK(std::memcmp(&a, &b, sizeof a) == 0);
+  support::TaskRef c = b;
+  CHECK(std::memcmp(&a, &c, sizeof a) == 0);
+  c(7);
+  CHECK(seen == 7);
 }

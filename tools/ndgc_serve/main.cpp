@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <iostream>
 #include <list>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -58,10 +59,17 @@ constexpr bool kTraceLinked = true;
 constexpr bool kTraceLinked = false;
 #endif
 
-}  // namespace
+// SIGTERM and SIGINT, which main takes with sigwait.
+sigset_t termination_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
 
-int main(int argc, char** argv) {
-  Options o;
+// Parses the command line into `o`; an exit code when the program should stop.
+std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
   CLI::App app{"ndgc-serve: serves ndgc model files (ndgc-train --save) over the KServe v2 HTTP/REST protocol",
                "ndgc-serve"};
   app.option_defaults()->always_capture_default();
@@ -105,6 +113,62 @@ int main(int argc, char** argv) {
     std::cerr << "ndgc-serve: " << e.what() << '\n';
     return 2;
   }
+  return std::nullopt;
+}
+
+// Loads the models, serves them until SIGTERM or SIGINT, shuts down: the exit status.
+int serve(const Options& o, ndgc::Device device, const sigset_t& signals) {
+  std::list<ndgc::LoadedModel> models;  // outlive the server (declared first)
+  ndgc::serving::Server server(o.server);
+  try {
+    for (const std::string& spec : o.models) {
+      const std::size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+        std::cerr << "ndgc-serve: --model " << spec << ": expected NAME=FILE\n";
+        return 2;
+      }
+      ndgc::LoadedModel& m = models.emplace_back(ndgc::load_model_file(spec.substr(eq + 1), spec.substr(0, eq), device));
+      server.add_model(m.model.name(), m.model, m.architecture.inputs, m.architecture.outputs);
+    }
+    const unsigned short port = server.start();
+    std::cout << "listening on http://" << o.server.host << ':' << port << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "ndgc-serve: " << e.what() << '\n';
+    return 1;
+  }
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cerr << "ndgc-serve: " << (received == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down\n";
+  if (!server.shutdown(std::chrono::seconds(o.exit_timeout_s))) {
+    std::cerr << "ndgc-serve: requests were still in flight after --exit-timeout " << o.exit_timeout_s << " s\n";
+    return 1;
+  }
+  return 0;
+}  // the server, then the models close
+
+// After the models closed: 0 when no array is left, else a leak report and 1.
+int check_nothing_left() {
+#if NDGC_SERVE_HAVE_TRACE
+  if (ndgc::gc::detector() == ndgc::gc::Detector::trace) ndgc::gc::collect();  // handles no one can reach any more
+#endif
+  if (ndgc::gc::enabled()) ndgc::gc::sweep();
+  const ndgc::debug::Snapshot left = ndgc::debug::snapshot();
+  if (left.arrays.empty()) return 0;
+  std::cerr << "ndgc-serve: arrays left after the models closed (a leak):\n" << left.to_text(20);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The signals are taken by sigwait in serve(). Blocked first, before
+  // anything can start a thread (a GPU check starts CUDA's): every thread
+  // inherits the mask, so none can take a signal and end the process without
+  // a graceful shutdown. An exec'd ndgc-serve-trace inherits it too.
+  const sigset_t signals = termination_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  Options o;
+  if (std::optional<int> code = parse_command_line(argc, argv, o)) return *code;
   if (o.autoclose == "trace" && !kTraceLinked) {
     const std::string why = ndgc::tools::exec_beside("ndgc-serve-trace", argv);  // returns only when it failed
     std::cerr << "ndgc-serve: --autoclose trace runs in ndgc-serve-trace, which cannot start: " << why << '\n';
@@ -125,50 +189,8 @@ int main(int argc, char** argv) {
   if (o.autoclose == "trace") ndgc::gc::enable(ndgc::gc::Detector::trace);
   o.server.workspace = o.workspace == "on";
   o.server.leak_translator = o.leak == "translator";
-
-  // The signals are taken by sigwait below: blocked before any thread starts, so every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  int status = 0;
-  {
-    std::list<ndgc::LoadedModel> models;  // outlive the server (declared first)
-    ndgc::serving::Server server(o.server);
-    try {
-      for (const std::string& spec : o.models) {
-        const std::size_t eq = spec.find('=');
-        if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-          std::cerr << "ndgc-serve: --model " << spec << ": expected NAME=FILE\n";
-          return 2;
-        }
-        ndgc::LoadedModel& m = models.emplace_back(ndgc::load_model_file(spec.substr(eq + 1), spec.substr(0, eq), device));
-        server.add_model(m.model.name(), m.model, m.architecture.inputs, m.architecture.outputs);
-      }
-      const unsigned short port = server.start();
-      std::cout << "listening on http://" << o.server.host << ':' << port << std::endl;
-    } catch (const std::exception& e) {
-      std::cerr << "ndgc-serve: " << e.what() << '\n';
-      return 1;
-    }
-    int received = 0;
-    sigwait(&signals, &received);
-    std::cerr << "ndgc-serve: " << (received == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down\n";
-    if (!server.shutdown(std::chrono::seconds(o.exit_timeout_s))) {
-      std::cerr << "ndgc-serve: requests were still in flight after --exit-timeout " << o.exit_timeout_s << " s\n";
-      status = 1;
-    }
-  }  // the server, then the models close
-#if NDGC_SERVE_HAVE_TRACE
-  if (ndgc::gc::detector() == ndgc::gc::Detector::trace) ndgc::gc::collect();  // handles no one can reach any more
-#endif
-  if (ndgc::gc::enabled()) ndgc::gc::sweep();
-  const ndgc::debug::Snapshot left = ndgc::debug::snapshot();
-  if (!left.arrays.empty()) {
-    std::cerr << "ndgc-serve: arrays left after the models closed (a leak):\n" << left.to_text(20);
-    return 1;
-  }
-  return status;
+  const int status = serve(o, device, signals);
+  if (status == 2) return status;
+  const int leaks = check_nothing_left();
+  return status != 0 ? status : leaks;
 }
