@@ -15,7 +15,6 @@
 #include <ndgc/training.hpp>
 
 #include "ndgc_steps.hpp"
-#include "steady_malloc.hpp"
 
 #if NDGC_HAVE_TORCH
 #include "torch_steps.hpp"
