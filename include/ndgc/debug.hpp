@@ -228,6 +228,9 @@ struct Snapshot {
 // Every open array: its UUID, manager path, creation site, bytes and handle
 // count. Drains the auto-close queue first, like every entry point.
 Snapshot snapshot();
+// How many arrays are open now, every manager's: one counter read, whatever
+// their number (a snapshot walks them all). Does not drain the queue.
+std::uint64_t live_array_count() noexcept;
 
 // ---- diff: what grew between two snapshots --------------------------------------------
 

@@ -197,6 +197,8 @@ Snapshot snapshot() {
   return snap;
 }
 
+std::uint64_t live_array_count() noexcept { return Registry::instance().open_arrays(); }
+
 std::uint64_t Snapshot::bytes() const noexcept {
   std::uint64_t total = 0;
   for (const ArrayRecord& a : arrays) total += a.bytes;

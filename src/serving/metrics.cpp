@@ -98,6 +98,11 @@ void Metrics::record_request(const std::string& model, unsigned status) {
   ++requests_[{model, status}];
 }
 
+OrphanSampler& Metrics::orphan_sampler() const {
+  std::call_once(sampler_started_, [this] { sampler_ = std::make_unique<OrphanSampler>(); });
+  return *sampler_;
+}
+
 std::string Metrics::render() const {
   std::string out;
   header(out, "ndgc_requests_total", "counter", "HTTP requests answered, by model (empty: server endpoints) and status.");
@@ -131,7 +136,6 @@ std::string Metrics::render() const {
              &ModelMetrics::total_seconds);
   histograms("ndgc_batch_size", "Rows per forward pass.", &ModelMetrics::batch_size);
 
-  const debug::Snapshot snap = debug::snapshot();
   const gc::Stats gcs = gc::stats();
   auto gauge = [&](const char* name, const char* type, const char* help, auto value, const char* labels = "") {
     header(out, name, type, help);
@@ -151,8 +155,10 @@ std::string Metrics::render() const {
              [](const memory::Stats& m) { return m.peak_bytes; });
   per_device("ndgc_memory_reserved_bytes", "gauge", "Bytes held by the device's allocator (in use plus cached).",
              [](const memory::Stats& m) { return m.current_bytes + m.cached_bytes; });
-  gauge("ndgc_live_arrays", "gauge", "Open arrays, every manager.", snap.arrays.size());
-  gauge("ndgc_orphan_arrays", "gauge", "Open arrays no handle reaches (what auto-close would close).", snap.orphan_count());
+  gauge("ndgc_live_arrays", "gauge", "Open arrays, every manager.", debug::live_array_count());
+  gauge("ndgc_orphan_arrays", "gauge",
+        "Open arrays no handle reaches (what auto-close would close), as sampled at most a second before.",
+        orphan_sampler().latest());
   const char* detector = !gc::enabled() ? "{detector=\"off\"}"
                          : gc::detector() == gc::Detector::trace ? "{detector=\"trace\"}"
                                                                  : "{detector=\"refcount\"}";

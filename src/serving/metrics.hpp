@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ndgc/device.hpp"
+#include "serving/orphan_sampler.hpp"
 
 namespace ndgc::serving {
 
@@ -63,6 +64,10 @@ class Metrics {
   std::string render() const;
 
  private:
+  // Started by the first render (Note [Counting orphans off the I/O threads]).
+  OrphanSampler& orphan_sampler() const;
+  mutable std::once_flag sampler_started_;
+  mutable std::unique_ptr<OrphanSampler> sampler_;
   std::map<std::string, std::unique_ptr<ModelMetrics>> models_;
   std::vector<Device> devices_{Device::cpu()};
   mutable std::mutex mutex_;
