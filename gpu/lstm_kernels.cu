@@ -6,22 +6,16 @@
 // view's last axis contiguous); out and g are contiguous [2, B, H].
 #include "kernels.hpp"
 #include "launch.cuh"
+#include "ops/first_axis.hpp"
 #include "ops/lstm_math.hpp"
 
 namespace ndgc::cuda::kernels {
 namespace {
 
-// A [rows, cols] view read row by row (its last axis contiguous), by value for a launch.
-template <class T>
-struct Rows {
-  const T* data;
-  std::int64_t stride;
-  explicit Rows(const TensorView& v) : data(static_cast<const T*>(v.data)), stride(v.strides[0]) {}
-  __device__ const T* row(std::int64_t b) const { return data + b * stride; }
-};
+using ops::FirstAxis;  // input_gates, hidden_gates and c read row by row, by value for a launch
 
 template <class T>
-__global__ void lstm_cell_kernel(Rows<T> ig, Rows<T> hg, Rows<T> c, std::int64_t batch, std::int64_t hidden,
+__global__ void lstm_cell_kernel(FirstAxis<T> ig, FirstAxis<T> hg, FirstAxis<T> c, std::int64_t batch, std::int64_t hidden,
                                  T* out) {
   const std::int64_t total = batch * hidden;
   for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
@@ -34,7 +28,7 @@ __global__ void lstm_cell_kernel(Rows<T> ig, Rows<T> hg, Rows<T> c, std::int64_t
 // g = {dh', dc'} [2, B, H]; d_input_gates and d_hidden_gates [B, 4H] get the
 // same values; dc [B, H]. Null outputs are not wanted.
 template <class T>
-__global__ void lstm_cell_backward_kernel(Rows<T> ig, Rows<T> hg, Rows<T> c, const T* g, std::int64_t batch,
+__global__ void lstm_cell_backward_kernel(FirstAxis<T> ig, FirstAxis<T> hg, FirstAxis<T> c, const T* g, std::int64_t batch,
                                           std::int64_t hidden, T* dx, T* dh, T* dc) {
   const std::int64_t total = batch * hidden;
   for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
@@ -60,8 +54,8 @@ void lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, co
   if (total == 0) return;
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    lstm_cell_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(Rows<T>(input_gates), Rows<T>(hidden_gates),
-                                                                     Rows<T>(c), batch, hidden,
+    lstm_cell_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(FirstAxis<T>(input_gates), FirstAxis<T>(hidden_gates),
+                                                                     FirstAxis<T>(c), batch, hidden,
                                                                      static_cast<T*>(out.data));
   };
   if (c.dtype == DataType::float64) run(double{});
@@ -77,7 +71,7 @@ void lstm_cell_backward(const TensorView& input_gates, const TensorView& hidden_
   auto run = [&](auto tag) {
     using T = decltype(tag);
     lstm_cell_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
-        Rows<T>(input_gates), Rows<T>(hidden_gates), Rows<T>(c), static_cast<const T*>(g.data), batch, hidden,
+        FirstAxis<T>(input_gates), FirstAxis<T>(hidden_gates), FirstAxis<T>(c), static_cast<const T*>(g.data), batch, hidden,
         static_cast<T*>(d_input_gates.data), static_cast<T*>(d_hidden_gates.data), static_cast<T*>(dc.data));
   };
   if (c.dtype == DataType::float64) run(double{});

@@ -15,18 +15,12 @@
 #include "cuda_context.hpp"
 #include "kernels.hpp"
 #include "launch.cuh"
+#include "ops/first_axis.hpp"
 
 namespace ndgc::cuda::kernels {
 namespace {
 
-// A 1-D parameter view, maybe strided, maybe absent (null data); by value for a launch.
-template <class T>
-struct Vec {
-  const T* data;
-  std::int64_t stride;
-  explicit Vec(const TensorView& v) : data(static_cast<const T*>(v.data)), stride(v.rank ? v.strides[0] : 0) {}
-  __device__ T operator[](std::int64_t i) const { return data[i * stride]; }
-};
+using ops::FirstAxis;  // a 1-D parameter view, maybe strided, maybe absent (null data); by value for a launch
 
 struct Sums {
   double a, b;
@@ -74,7 +68,7 @@ unsigned blocks(std::int64_t items) { return unsigned(items < 1 ? 1 : items < kM
 // ---- layer_norm: rows x [R, D] ----------------------------------------------------
 
 template <class T>
-__global__ void layer_norm_kernel(const T* x, std::int64_t rows, std::int64_t dim, Vec<T> gamma, Vec<T> beta,
+__global__ void layer_norm_kernel(const T* x, std::int64_t rows, std::int64_t dim, FirstAxis<T> gamma, FirstAxis<T> beta,
                                   double eps, T* out) {
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * dim;
@@ -89,7 +83,7 @@ __global__ void layer_norm_kernel(const T* x, std::int64_t rows, std::int64_t di
 // - xhat mean(dxhat xhat)), dxhat = g gamma.
 template <class T>
 __global__ void layer_norm_rows_backward_kernel(const T* x, const T* g, std::int64_t rows, std::int64_t dim,
-                                                Vec<T> gamma, double eps, double* stats, T* dx) {
+                                                FirstAxis<T> gamma, double eps, double* stats, T* dx) {
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * dim;
     const T* gr = g + r * dim;
@@ -151,8 +145,8 @@ __global__ void batch_norm_stats_kernel(const T* x, std::int64_t n, std::int64_t
 }
 
 template <class T>
-__global__ void batch_norm_kernel(const T* x, std::int64_t total, std::int64_t c, std::int64_t s, Vec<T> mean,
-                                  Vec<T> var, Vec<T> gamma, Vec<T> beta, double eps, T* out) {
+__global__ void batch_norm_kernel(const T* x, std::int64_t total, std::int64_t c, std::int64_t s, FirstAxis<T> mean,
+                                  FirstAxis<T> var, FirstAxis<T> gamma, FirstAxis<T> beta, double eps, T* out) {
   for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
     const std::int64_t ch = e / s % c;
     const double m = double(mean[ch]), rstd = 1.0 / ::sqrt(double(var[ch]) + eps);
@@ -164,7 +158,7 @@ __global__ void batch_norm_kernel(const T* x, std::int64_t total, std::int64_t c
 // rstd (g - dbeta / M - xhat dgamma / M); not training: dx = g gamma rstd.
 template <class T>
 __global__ void batch_norm_backward_kernel(const T* x, const T* g, std::int64_t n, std::int64_t c, std::int64_t s,
-                                           Vec<T> mean, Vec<T> var, Vec<T> gamma, double eps, bool training, T* dx,
+                                           FirstAxis<T> mean, FirstAxis<T> var, FirstAxis<T> gamma, double eps, bool training, T* dx,
                                            T* dgamma, T* dbeta) {
   const std::int64_t count = n * s;
   for (std::int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
@@ -210,7 +204,7 @@ void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& 
   floating(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     layer_norm_kernel<T><<<blocks(rows), kThreads, 0, stream>>>(static_cast<const T*>(x.data), rows, dim,
-                                                                 Vec<T>(gamma), Vec<T>(beta), eps,
+                                                                 FirstAxis<T>(gamma), FirstAxis<T>(beta), eps,
                                                                  static_cast<T*>(out.data));
   });
   CUDA_CHECK_LAUNCH();
@@ -227,7 +221,7 @@ void layer_norm_backward(const TensorView& x, const TensorView& gamma, const Ten
     using T = decltype(tag);
     const T* xp = static_cast<const T*>(x.data);
     const T* gp = static_cast<const T*>(g.data);
-    layer_norm_rows_backward_kernel<T><<<blocks(rows), kThreads, 0, stream>>>(xp, gp, rows, dim, Vec<T>(gamma), eps,
+    layer_norm_rows_backward_kernel<T><<<blocks(rows), kThreads, 0, stream>>>(xp, gp, rows, dim, FirstAxis<T>(gamma), eps,
                                                                                st, static_cast<T*>(dx.data));
     CUDA_CHECK_LAUNCH();
     if (!dgamma.data && !dbeta.data) return;
@@ -256,8 +250,8 @@ void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& v
   floating(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     batch_norm_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x.data), total, c, s,
-                                                                      Vec<T>(mean), Vec<T>(var), Vec<T>(gamma),
-                                                                      Vec<T>(beta), eps, static_cast<T*>(out.data));
+                                                                      FirstAxis<T>(mean), FirstAxis<T>(var), FirstAxis<T>(gamma),
+                                                                      FirstAxis<T>(beta), eps, static_cast<T*>(out.data));
   });
   CUDA_CHECK_LAUNCH();
 }
@@ -271,8 +265,8 @@ void batch_norm_backward(const TensorView& x, const TensorView& mean, const Tens
   floating(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     batch_norm_backward_kernel<T><<<blocks(c), kThreads, 0, stream>>>(
-        static_cast<const T*>(x.data), static_cast<const T*>(g.data), n, c, s, Vec<T>(mean), Vec<T>(var),
-        Vec<T>(gamma), eps, training, static_cast<T*>(dx.data), static_cast<T*>(dgamma.data),
+        static_cast<const T*>(x.data), static_cast<const T*>(g.data), n, c, s, FirstAxis<T>(mean), FirstAxis<T>(var),
+        FirstAxis<T>(gamma), eps, training, static_cast<T*>(dx.data), static_cast<T*>(dgamma.data),
         static_cast<T*>(dbeta.data));
   });
   CUDA_CHECK_LAUNCH();

@@ -91,8 +91,7 @@ void conv2d_rule(LayerRule& r) {
     wt = with(wv, {n, groups, k, og}, {0, og * k, 1, k});  // Wᵀ per group, every image
   }
   const TensorView xv = view(px);
-  for (std::int64_t first = 0; first < n; first += chunk) {
-    const std::int64_t count = std::min(chunk, n - first);
+  ops::Engine::for_each_chunk(n, chunk, [&](std::int64_t first, std::int64_t count) {
     const TensorView cv = col.view().narrow(0, 0, count), gv = g4.narrow(0, first, count);
     if (dw) {
       e.im2col(xv.narrow(0, first, count), w, cv);
@@ -102,7 +101,7 @@ void conv2d_rule(LayerRule& r) {
       e.matmul(wt.narrow(0, first, count), gv, cv);
       e.col2im(cv, w, dx->view().narrow(0, first, count));
     }
-  }
+  });
   if (dw) {
     Scratch total = n == 1 ? std::move(*dw) : reduce(Reduce::sum, dw->view(), 1, r.d);
     total.reshape(pw->shape);

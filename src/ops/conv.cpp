@@ -86,12 +86,11 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias, Pai
     const std::int64_t shape[4] = {n, groups, o / groups, k}, strides[4] = {0, (o / groups) * k, k, 1};
     for (int i = 0; i < 4; ++i) wv.shape[i] = shape[i], wv.strides[i] = strides[i];
     const TensorView xv = view_of(*px), yv = contiguous_view(out->data(), out->dtype, Shape{n, groups, o / groups, l});
-    for (std::int64_t first = 0; first < n; first += chunk) {
-      const std::int64_t count = std::min(chunk, n - first);
+    Engine::for_each_chunk(n, chunk, [&](std::int64_t first, std::int64_t count) {
       const TensorView cv = view_of(*col).narrow(0, 0, count);
       e.im2col(xv.narrow(0, first, count), w, cv);
       e.matmul(wv.narrow(0, first, count), cv, yv.narrow(0, first, count));
-    }
+    });
     if (pb) {
       const TensorView ov = view_of(*out);
       TensorView bv = view_of(**pb);

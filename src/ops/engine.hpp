@@ -14,6 +14,7 @@
 // they alone can see (an out-of-range one_hot index).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -215,6 +216,12 @@ class Engine {
   // ops/conv.cpp). All of them by default: one im2col and one batched GEMM,
   // the fewest launches; the CPU engine takes what its threads' caches hold.
   virtual std::int64_t im2col_images(std::int64_t images, std::int64_t /*bytes*/) const noexcept { return images; }
+  // f(first, count) for each chunk of `chunk` images of `images`, in order
+  // (the last one may be shorter): conv2d's and its gradient's one loop.
+  template <class F>
+  static void for_each_chunk(std::int64_t images, std::int64_t chunk, F&& f) {
+    for (std::int64_t first = 0; first < images; first += chunk) f(first, std::min(chunk, images - first));
+  }
   // x [N, C, H, W] (any strides) → col [N, C * kH * kW, OH * OW] (ops/conv_math.hpp).
   virtual void im2col(const TensorView& /*x*/, const Window2d& /*w*/, const TensorView& /*col*/) {
     unavailable("im2col");
