@@ -1,7 +1,8 @@
 // float32 products at one thread, for the shapes ndgc's models make (issue
-// 40): ndgc's matmul as shipped against Eigen's GEMM (what ndgc used before),
-// OpenBLAS (the serial build), BLIS (the serial build, native API) and
-// oneDNN's sgemm, each where found. GFLOP/s per benchmark.
+// 40): ndgc's matmul as shipped (Eigen's GEMM in fixed blocks) against a bare
+// Eigen product, OpenBLAS (the serial build), BLIS (the serial build, native
+// API) and oneDNN's sgemm, each where found (tools/bootstrap --perf installs
+// them). GFLOP/s per benchmark.
 //
 //   build/perf/bench_gemm --benchmark_filter='square_2048'
 //
@@ -55,7 +56,7 @@ constexpr Product kProducts[] = {
 std::vector<float> random_values(std::int64_t count) {
   std::mt19937 g(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(std::size_t(count));
+  std::vector<float> v(static_cast<std::size_t>(count));
   for (float& x : v) x = u(g);
   return v;
 }

@@ -8,7 +8,6 @@
 
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/cpu/eigen.hpp"
-#include "ops/cpu/external_gemm.hpp"
 #include "ops/cpu/strided.hpp"
 #include "support/parallel.hpp"
 
@@ -70,25 +69,6 @@ Blocks blocks_of(std::int64_t m, std::int64_t n, std::int64_t k) {
   return b;
 }
 
-// o's block of rows [r0, r0 + rows) and columns [c0, c0 + cols) (+)= its
-// share of am × bm through external_sgemm (Note [oneDNN's sgemm for float32
-// products]); false when Eigen must compute it. am and bm are the maps of
-// with_matrix: row-major, or column-major (a transposed operand).
-template <bool Accumulate, class O, class A, class B>
-bool external_block(O& o, const A& am, const B& bm, std::int64_t r0, std::int64_t rows, std::int64_t c0,
-                    std::int64_t cols) {
-  if constexpr (!std::is_same_v<typename O::Scalar, float>) {
-    return false;
-  } else {
-    const std::int64_t k = am.cols();
-    if (rows * cols * k < kExternalGemmWork || !external_sgemm_available()) return false;
-    constexpr bool ta = !bool(A::IsRowMajor), tb = !bool(B::IsRowMajor);
-    const std::int64_t lda = am.outerStride(), ldb = bm.outerStride(), ldc = o.outerStride();
-    return external_sgemm(ta, tb, rows, cols, k, am.data() + (ta ? r0 : r0 * lda), lda,
-                          bm.data() + (tb ? c0 * ldb : c0), ldb, Accumulate, o.data() + r0 * ldc + c0, ldc);
-  }
-}
-
 // o (+)= am × bm, block by block (Note [Products by fixed blocks]). An
 // unsplit product is the one row block [0, m), so each operand layout
 // instantiates Eigen's GEMM twice (row and column blocks), not three times.
@@ -102,12 +82,10 @@ void product(O& o, const A& am, const B& bm) {
   } else {
     const Blocks b = blocks_of(am.rows(), bm.cols(), am.cols());
     auto rows = [&](std::int64_t lo, std::int64_t hi) {
-      if (external_block<Accumulate>(o, am, bm, lo, hi - lo, 0, bm.cols())) return;
       if constexpr (Accumulate) o.middleRows(lo, hi - lo).noalias() += am.middleRows(lo, hi - lo) * bm;
       else o.middleRows(lo, hi - lo).noalias() = am.middleRows(lo, hi - lo) * bm;
     };
     auto cols = [&](std::int64_t lo, std::int64_t hi) {
-      if (external_block<Accumulate>(o, am, bm, 0, am.rows(), lo, hi - lo)) return;
       if constexpr (Accumulate) o.middleCols(lo, hi - lo).noalias() += am * bm.middleCols(lo, hi - lo);
       else o.middleCols(lo, hi - lo).noalias() = am * bm.middleCols(lo, hi - lo);
     };
