@@ -107,7 +107,7 @@ void BM_OpLatencyWhileOthersOrphan(benchmark::State& state) {
   state.SetLabel(std::to_string(others) + " orphaning thread(s), auto-close on");
   gc::disable();
 }
-BENCHMARK(BM_OpLatencyWhileOthersOrphan)->Arg(0)->Arg(1)->Arg(3)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OpLatencyWhileOthersOrphan)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -82,8 +82,13 @@ void reclaim_queue_push(Key* key) noexcept;
 // Makes the next enter() drain and the drain run TraceHooks::on_wake.
 // See Note [Drain wake-ups].
 void reclaim_queue_wake() noexcept;
-// Keys one entry-point drain closes at most. See Note [Bounded drains].
-inline constexpr std::size_t kDrainBatch = 512;
+// Keys one entry-point drain closes at most. See Note [Bounded drains]. 64,
+// not 512: with 1 to 4 threads orphaning as fast as they can, the worst call
+// then takes 0.3-0.6 ms of its thread's CPU time instead of 0.9-1.9 ms
+// (perf/bench_drain; perf/RESULTS.md, "Drain latency, second pass"), and the
+// 1-thread p99 falls from 215 to 60 µs; the queue still empties, since every
+// entry point on every thread drains its batch.
+inline constexpr std::size_t kDrainBatch = 64;
 
 // Drains up to kDrainBatch keys if nobody else is draining.
 void drain_slow() noexcept;
