@@ -8,7 +8,10 @@
 # step allocates its buffers anew each time and would page-fault them in
 # again), and OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset, which this
 # machine's environment sets to keep old OpenBLAS builds on AVX2 kernels;
-# OPENBLAS_VERBOSE=2 makes OpenBLAS print the kernel it then chose. Run
+# OPENBLAS_VERBOSE=2 makes OpenBLAS print the kernel it then chose. Give
+# the peer's thread count as OMP_NUM_THREADS too (OMP_NUM_THREADS=1 for a
+# /1 benchmark): LibTorch's OpenBLAS runs on OpenMP, and without it a "1
+# thread" LibTorch step kept both cores busy (user time 1.66 × wall). Run
 # ndgc's filter of the same binary without this script, alternately
 # (farm-bench --vs), so that ndgc gets no tuning at all.
 set -euo pipefail
