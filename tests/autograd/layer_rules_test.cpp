@@ -180,6 +180,6 @@ TEST_CASE("layer_gradients: a node of a non-layer op kind is a broken invariant"
     std::vector<Scratch> out;
     layer_gradients(node, g, out);
   });
-  CHECK(d.aborted);
+  CHECK(d.stopped);
   CHECK(d.stderr_text.find("no layer rule") != std::string::npos);
 }

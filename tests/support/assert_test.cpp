@@ -14,7 +14,7 @@ TEST_CASE("NDGC_ASSERT: a false condition aborts, naming the file, the invariant
     const int running = -1;
     NDGC_ASSERT(running >= 0, "a pool's running count is never negative");
   });
-  CHECK(d.aborted);
+  CHECK(d.stopped);
   CHECK(d.stderr_text.find("assert_test.cpp") != std::string::npos);
   CHECK(d.stderr_text.find("a pool's running count is never negative") != std::string::npos);
   CHECK(d.stderr_text.find("running >= 0") != std::string::npos);
