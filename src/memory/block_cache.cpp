@@ -7,9 +7,9 @@
 #include "memory/block_cache.hpp"
 
 #include <atomic>
-#include <bit>
 #include <cstdlib>
 
+#include "memory/size_classes.hpp"
 #include "support/sharded_counters.hpp"
 
 namespace ndgc::memory {
@@ -22,18 +22,14 @@ constexpr int kClasses = (kMaxShift - kMinShift) * 4;
 // cached-size allocations (a few training steps) is stale (Note [Stale classes]).
 constexpr std::uint32_t kStaleAfter = 4096;
 
-std::size_t class_size(int c) noexcept {
-  std::size_t base = std::size_t(1) << (kMinShift + c / 4);
-  return base + (base / 4) * std::size_t(c % 4 + 1);
-}
+using Classes = SizeClasses<kMinShift, 4>;
+
+std::size_t class_size(int c) noexcept { return Classes::size(c); }
 
 // The smallest class whose size is at least `bytes`, or kUncached.
 std::uint8_t class_of(std::size_t bytes) noexcept {
   if (bytes <= (std::size_t(1) << kMinShift) || bytes > (std::size_t(1) << kMaxShift)) return kUncached;
-  int e = 63 - std::countl_zero(std::uint64_t(bytes - 1));  // 2^e < bytes <= 2^(e+1)
-  std::size_t base = std::size_t(1) << e, quarter = base / 4;
-  int q = int((bytes - base + quarter - 1) / quarter);  // 1..4
-  return std::uint8_t((e - kMinShift) * 4 + q - 1);
+  return std::uint8_t(Classes::of(bytes));
 }
 
 // A cached block's first bytes: the next free block of its class.

@@ -3,12 +3,12 @@
 #include "memory/large_block_cache.hpp"
 
 #include <atomic>
-#include <bit>
 #include <cstdint>
 #include <mutex>
 
 #include <sys/mman.h>
 
+#include "memory/size_classes.hpp"
 #include "support/assert.hpp"
 
 namespace ndgc::memory {
@@ -22,19 +22,14 @@ constexpr int kUncached = -1;
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kHugePage = std::size_t(2) << 20;
 
+using Classes = SizeClasses<kMinShift, kPerPower>;
+
 // The smallest class whose size is at least `bytes`, or kUncached.
 int class_of(std::size_t bytes) noexcept {
-  if (bytes > (std::size_t(1) << kMaxShift)) return kUncached;
-  const int e = 63 - std::countl_zero(std::uint64_t(bytes - 1));  // 2^e < bytes <= 2^(e+1)
-  const std::size_t base = std::size_t(1) << e, step = base / kPerPower;
-  const int q = int((bytes - base + step - 1) / step);  // 1..kPerPower
-  return (e - kMinShift) * kPerPower + q - 1;
+  return bytes > (std::size_t(1) << kMaxShift) ? kUncached : Classes::of(bytes);
 }
 
-std::size_t class_size(int c) noexcept {
-  const std::size_t base = std::size_t(1) << (kMinShift + c / kPerPower);
-  return base + base / kPerPower * std::size_t(c % kPerPower + 1);
-}
+std::size_t class_size(int c) noexcept { return Classes::size(c); }
 
 // What a request maps: its class's size, or whole pages beyond the classes.
 std::size_t mapped_size(std::size_t bytes, int c) noexcept {
@@ -128,11 +123,9 @@ void* large_allocate(std::size_t bytes) noexcept {
       return b;
     }
   }
+  // A refused mapping is the OOM ladder's to handle: its empty_cache() rung
+  // gives the cached blocks back (release_large_blocks) and retries.
   void* p = map_block(size);
-  if (!p && g_cache.cached.load(std::memory_order_relaxed) > 0) {  // memory is tight: give back what we keep
-    release_large_blocks();
-    p = map_block(size);
-  }
   if (!p) return nullptr;
   g_cache.mapped.fetch_add(size, std::memory_order_relaxed);
   g_cache.blocks.fetch_add(1, std::memory_order_relaxed);

@@ -160,3 +160,28 @@ TEST_CASE("host memory: reserved is in use plus cached, empty_cache gives large 
   CHECK(memory::large_cache_stats().cached_bytes == 0);
   memory::set_large_cache_budget(budget);
 }
+
+// The README's promise: cached blocks are resident, so the resident-size
+// limit counts them, and its OOM ladder gives them back (empty_cache) before
+// an allocation fails.
+TEST_CASE("host memory: over the resident-size limit, the OOM ladder gives the cached large blocks back and succeeds") {
+  memory::DeviceAllocator& host = memory::host_allocator();
+  const std::uint64_t budget = memory::large_cache_budget();
+  memory::set_large_cache_budget(256 * kMiB);
+  void* p = host.allocate(64 * kMiB);
+  std::memset(p, 1, 64 * kMiB);
+  host.deallocate(p, 64 * kMiB);
+  if (memory::large_cache_stats().cached_bytes < 64 * kMiB) {  // sanitizer and Valgrind builds cache nothing
+    memory::set_large_cache_budget(budget);
+    return;
+  }
+  const std::uint64_t retries = host.stats().alloc_retries;
+  memory::set_physical_limit(memory::resident_bytes() + 16 * kMiB);  // the cached 64 MiB is inside it
+  void* q = nullptr;
+  CHECK_NOTHROW(q = host.allocate(32 * kMiB));  // over the limit until the cache is given back
+  memory::set_physical_limit(0);
+  CHECK(host.stats().alloc_retries == retries + 1);
+  CHECK(memory::large_cache_stats().cached_bytes == 0);
+  host.deallocate(q, 32 * kMiB);
+  memory::set_large_cache_budget(budget);
+}
