@@ -1,0 +1,393 @@
+// See graph_block.hpp.
+#include "onnx/graph_block.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "onnx/tensors.hpp"
+#include "support/assert.hpp"
+
+namespace ndgc::onnx::detail {
+namespace {
+
+constexpr std::int64_t kMinOpset = 6, kMaxOpset = 17;
+
+struct TypeInfo {
+  std::int32_t elem = 0;
+  std::optional<std::vector<std::int64_t>> dims;  // -1 for an unknown dimension
+};
+
+TypeInfo type_info(const ::onnx::TypeProto& type) {
+  TypeInfo info;
+  if (!type.has_tensor_type()) return info;
+  info.elem = type.tensor_type().elem_type();
+  if (type.tensor_type().has_shape()) {
+    std::vector<std::int64_t> dims;
+    for (const auto& d : type.tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    info.dims = std::move(dims);
+  }
+  return info;
+}
+
+std::unordered_map<std::string, TypeInfo> types_of(const ::onnx::GraphProto& g) {
+  std::unordered_map<std::string, TypeInfo> types;
+  for (const auto& v : g.input()) types[v.name()] = type_info(v.type());
+  for (const auto& v : g.value_info()) types[v.name()] = type_info(v.type());
+  for (const auto& v : g.output()) types[v.name()] = type_info(v.type());
+  for (const auto& t : g.initializer())
+    types[t.name()] = {t.data_type(), std::vector<std::int64_t>(t.dims().begin(), t.dims().end())};
+  return types;
+}
+
+std::int64_t default_opset(const ::onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return 0;
+}
+
+ValueInfo value_info(const ::onnx::ValueInfoProto& v, const std::string& label) {
+  const TypeInfo t = type_info(v.type());
+  const auto dtype = dtype_of_elem(t.elem);
+  if (!dtype)
+    throw InvalidArgument(fmt::format("onnx::load: {}: graph value '{}' is {}, which ndgc does not run", label,
+                                      v.name(), v.type().has_tensor_type() ? elem_name(t.elem) : "not a tensor"));
+  return {v.name(), *dtype, t.dims.value_or(std::vector<std::int64_t>{})};
+}
+
+}  // namespace
+
+// ---- planning ---------------------------------------------------------------------
+
+GraphBlock::GraphBlock(::onnx::ModelProto model, std::string label) : model_(std::move(model)), label_(std::move(label)) {
+  opset_ = default_opset(model_);
+  plan_values();
+  plan_steps();
+}
+
+int GraphBlock::slot(const std::string& name) const {
+  auto it = slot_of_.find(name);
+  return it == slot_of_.end() ? -1 : it->second;
+}
+
+void GraphBlock::plan_values() {
+  const auto& g = model_.graph();
+  auto add_slot = [&](const std::string& name) {
+    if (slot_of_.count(name))
+      throw DataError(fmt::format("onnx::load: {}: value '{}' is defined twice", label_, name));
+    slot_of_[name] = int(slot_names_.size());
+    slot_names_.push_back(name);
+  };
+  for (const auto& t : g.initializer()) add_slot(t.name());
+  for (const auto& v : g.input()) {
+    if (slot_of_.count(v.name())) continue;  // IR < 4 lists initializers as inputs too
+    add_slot(v.name());
+    input_slots_.push_back(slot(v.name()));
+    inputs_.push_back(value_info(v, label_));
+    rank_known_.push_back(type_info(v.type()).dims.has_value());
+  }
+  for (const auto& n : g.node())
+    for (const auto& out : n.output())
+      if (!out.empty()) add_slot(out);
+  for (const auto& v : g.output()) {
+    if (slot(v.name()) < 0)
+      throw DataError(fmt::format("onnx::load: {}: graph output '{}' is computed by no node", label_, v.name()));
+    output_slots_.push_back(slot(v.name()));
+    outputs_.push_back(value_info(v, label_));
+  }
+}
+
+namespace {
+
+// Why the node cannot run here, before its kernel's own check: domain,
+// opset, op type, outputs and dtypes.
+std::string general_problem(const Node& node, const Kernel* kernel, std::int64_t opset,
+                            const std::unordered_map<std::string, TypeInfo>& types) {
+  const auto& p = node.proto();
+  if (!p.domain().empty() && p.domain() != "ai.onnx")
+    return fmt::format("domain '{}' is not supported; ndgc runs the default domain", p.domain());
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return fmt::format("opset {} is outside the {}-{} that ndgc runs", opset, kMinOpset, kMaxOpset);
+  if (!kernel) return "ndgc has no kernel for this op type";
+  for (std::size_t k = kernel->max_outputs; k < node.output_count(); ++k)
+    if (node.output_wanted(k)) return fmt::format("its output {} ('{}') is not supported", k, p.output(int(k)));
+  auto check_dtype = [&](const std::string& name) -> std::string {
+    auto it = types.find(name);
+    if (name.empty() || it == types.end() || it->second.elem == 0 || dtype_of_elem(it->second.elem)) return "";
+    return fmt::format("value '{}' is {}, which ndgc has no dtype for", name, elem_name(it->second.elem));
+  };
+  for (const auto& name : p.input())
+    if (std::string why = check_dtype(name); !why.empty()) return why;
+  for (const auto& name : p.output())
+    if (std::string why = check_dtype(name); !why.empty()) return why;
+  return "";
+}
+
+}  // namespace
+
+void GraphBlock::plan_steps() {
+  const auto& g = model_.graph();
+  const auto types = types_of(g);
+  std::unordered_map<std::string, const ::onnx::TensorProto*> constant_values;
+  for (const auto& t : g.initializer()) constant_values[t.name()] = &t;
+  std::vector<bool> defined(slot_names_.size(), false);
+  for (const auto& t : g.initializer()) defined[std::size_t(slot(t.name()))] = true;
+  for (int s : input_slots_) defined[std::size_t(s)] = true;
+
+  std::vector<std::string> refused;
+  for (int index = 0; index < g.node_size(); ++index) {
+    Node node(g.node(index));
+    node.set_index(index);
+    Step step{find_kernel(node.op_type()), node, {}, {}, {}};
+    CheckContext check{node, opset_, {}, {}, {}};
+    for (const auto& name : node.proto().input()) {
+      const int s = name.empty() ? -1 : slot(name);
+      if (!name.empty() && (s < 0 || !defined[std::size_t(s)]))
+        throw DataError(fmt::format("onnx::load: {}: node {} reads '{}' before any node computes it: the graph is "
+                                    "not in topological order, or has a cycle",
+                                    label_, node.label(), name));
+      step.inputs.push_back(s);
+      auto t = types.find(name);
+      const bool typed = t != types.end();
+      check.input_dtypes.push_back(typed ? dtype_of_elem(t->second.elem) : std::nullopt);
+      check.input_shapes.push_back(typed ? t->second.dims : std::nullopt);
+      auto c = constant_values.find(name);
+      check.constant_inputs.push_back(c == constant_values.end() ? nullptr : c->second);
+    }
+    for (const auto& name : node.proto().output()) {
+      step.outputs.push_back(name.empty() ? -1 : slot(name));
+      if (!name.empty()) defined[std::size_t(slot(name))] = true;
+    }
+    if (node.op_type() == "Constant")
+      if (const auto* t = node.t("value")) constant_values[node.proto().output(0)] = t;
+    std::string why = general_problem(node, step.kernel, opset_, types);
+    if (why.empty() && step.kernel->check) why = step.kernel->check(check);
+    if (!why.empty()) refused.push_back(fmt::format("  {}: {}", node.label(), why));
+    steps_.push_back(std::move(step));
+  }
+  if (!refused.empty())
+    throw InvalidArgument(fmt::format("onnx::load: {}: {} node(s) this build cannot run (opset {}):\n{}", label_,
+                                      refused.size(), opset_, fmt::join(refused, "\n")));
+}
+
+// ---- materializing ------------------------------------------------------------------
+
+namespace {
+
+// The initializers a BatchNormalization reads as running statistics (inputs 3, 4).
+std::vector<bool> running_statistics(const ::onnx::GraphProto& g) {
+  std::unordered_map<std::string, int> index;
+  for (int k = 0; k < g.initializer_size(); ++k) index[g.initializer(k).name()] = k;
+  std::vector<bool> running(std::size_t(g.initializer_size()), false);
+  for (const auto& n : g.node())
+    if (n.op_type() == "BatchNormalization")
+      for (int k = 3; k < std::min(5, n.input_size()); ++k)
+        if (auto it = index.find(n.input(k)); it != index.end()) running[std::size_t(it->second)] = true;
+  return running;
+}
+
+void clear_data(::onnx::TensorProto& t) {
+  t.clear_raw_data();
+  t.clear_float_data();
+  t.clear_double_data();
+  t.clear_int32_data();
+  t.clear_int64_data();
+}
+
+}  // namespace
+
+void GraphBlock::materialize(const ManagerRef& manager, bool trainable) {
+  NDGC_ASSERT(params_.empty(), "materialize runs once");
+  manager_ = manager;
+  constants_.assign(slot_names_.size(), NDArray{});
+  foldable_.assign(slot_names_.size(), false);
+  auto& g = *model_.mutable_graph();
+  const std::vector<bool> running = running_statistics(g);
+  for (int k = 0; k < g.initializer_size(); ++k) {
+    const auto& t = g.initializer(k);
+    NDArray array = to_array(t, manager, label_);
+    array.set_name(t.name());
+    const bool trains = trainable && is_floating(array.dtype()) && !running[std::size_t(k)];
+    const auto kind = !trains ? nn::Parameter::Kind::running
+                              : array.rank() >= 2 ? nn::Parameter::Kind::weight : nn::Parameter::Kind::bias;
+    nn::Parameter& p = add_parameter(t.name(), kind);
+    p.set_array(array);
+    params_.push_back(&p);
+    const int s = slot(t.name());
+    constants_[std::size_t(s)] = array;
+    foldable_[std::size_t(s)] = !trains && !running[std::size_t(k)];
+  }
+  fold_constants();
+  plan_releases();
+  for (auto& t : *g.mutable_initializer()) clear_data(t);
+}
+
+// Note [Folding at load]
+// A node whose inputs are all constants (initializers that do not train,
+// Constant nodes, and the results of nodes folded before it) computes the
+// same value on every call: it is run once here, in the model's manager,
+// and its outputs become constants named after their graph values. This is
+// what turns a Shape → Gather → Concat → Reshape chain over a constant into
+// one constant shape. Nodes whose result depends on the mode (Dropout,
+// BatchNormalization) are never folded. A folded value that no remaining
+// node reads is closed again.
+void GraphBlock::fold_constants() {
+  std::vector<Step> kept;
+  for (Step& step : steps_) {
+    bool all_constant = !step.kernel->uses_mode;
+    for (int s : step.inputs) all_constant = all_constant && (s < 0 || foldable_[std::size_t(s)]);
+    if (!all_constant) {
+      kept.push_back(std::move(step));
+      continue;
+    }
+    std::vector<NDArray> args;
+    for (int s : step.inputs) args.push_back(s < 0 ? NDArray{} : constants_[std::size_t(s)]);
+    RunContext run{step.node, opset_, args, manager_, false, {}};
+    step.kernel->run(run);
+    for (std::size_t k = 0; k < step.outputs.size(); ++k) {
+      const int s = step.outputs[k];
+      if (s < 0) continue;
+      if (k >= run.outputs.size())
+        throw InvalidArgument(fmt::format("onnx::load: {}: {} gave {} outputs, the graph wants {}", label_,
+                                          step.node.label(), run.outputs.size(), step.outputs.size()));
+      NDArray value = run.outputs[k];
+      if (!value.manager().same(manager_)) value = manager_.ret(value);
+      constants_[std::size_t(s)] = value;
+      foldable_[std::size_t(s)] = true;
+    }
+  }
+  steps_ = std::move(kept);
+  // Close the folded values nothing reads any more (never a parameter's array).
+  std::vector<bool> used(slot_names_.size(), false);
+  for (const Step& step : steps_)
+    for (int s : step.inputs)
+      if (s >= 0) used[std::size_t(s)] = true;
+  for (int s : output_slots_) used[std::size_t(s)] = true;
+  // A slot aliases a parameter when it holds a parameter's own array (Identity of an initializer).
+  std::vector<bool> parameter(slot_names_.size(), false);
+  for (std::size_t s = 0; s < constants_.size(); ++s)
+    for (const auto* p : params_) parameter[s] = parameter[s] || constants_[s].same(p->array());
+  auto read_elsewhere = [&](std::size_t s) {  // another live slot holds the same array (Identity)
+    for (std::size_t t = 0; t < constants_.size(); ++t)
+      if (t != s && (used[t] || parameter[t]) && constants_[t].same(constants_[s])) return true;
+    return false;
+  };
+  for (std::size_t s = 0; s < constants_.size(); ++s)
+    if (constants_[s].defined() && !used[s] && !parameter[s]) {
+      if (!read_elsewhere(s)) constants_[s].close();
+      constants_[s] = NDArray{};
+    }
+  for (std::size_t s = 0; s < constants_.size(); ++s)
+    if (constants_[s].defined() && !parameter[s] && !read_elsewhere(s)) constants_[s].set_name(slot_names_[s]);
+}
+
+// Note [An intermediate dies at its last use]
+// Each step lists the slots whose last reader it is; forward drops those
+// handles as soon as the step has run. With auto-close on, an array nothing
+// else holds is then closed at the next library call; with it off, the
+// array stays in the batch's manager until that closes, but the slot no
+// longer pins it for the rest of the pass. Values nobody reads (an output
+// the graph ignores) die right after the step that makes them.
+void GraphBlock::plan_releases() {
+  std::vector<int> last(slot_names_.size(), -1);
+  for (int k = 0; k < int(steps_.size()); ++k) {
+    for (int s : steps_[std::size_t(k)].inputs)
+      if (s >= 0) last[std::size_t(s)] = k;
+    for (int s : steps_[std::size_t(k)].outputs)
+      if (s >= 0 && last[std::size_t(s)] < k) last[std::size_t(s)] = k;
+  }
+  std::vector<bool> kept(slot_names_.size(), false);
+  for (int s : output_slots_) kept[std::size_t(s)] = true;
+  for (std::size_t s = 0; s < slot_names_.size(); ++s)
+    if (constants_[s].defined()) kept[s] = true;
+  for (std::size_t s = 0; s < last.size(); ++s)
+    if (last[s] >= 0 && !kept[s]) steps_[std::size_t(last[s])].release.push_back(int(s));
+}
+
+// ---- running ------------------------------------------------------------------------
+
+void GraphBlock::check_inputs(const NDList& inputs) const {
+  if (inputs.size() != inputs_.size()) {
+    std::vector<std::string> names;
+    for (const auto& v : inputs_) names.push_back(v.name);
+    throw InvalidArgument(fmt::format("onnx graph {}: forward got {} inputs; the graph takes {} ({})", label_,
+                                      inputs.size(), inputs_.size(), fmt::join(names, ", ")));
+  }
+  for (std::size_t k = 0; k < inputs_.size(); ++k) {
+    const ValueInfo& want = inputs_[k];
+    const NDArray& x = inputs[k];
+    if (x.dtype() != want.dtype)
+      throw DTypeMismatch(fmt::format("onnx graph {}: input '{}' is {}; the graph wants {}", label_, want.name,
+                                      to_string(x.dtype()), to_string(want.dtype)));
+    if (!rank_known_[k]) continue;
+    bool fits = x.rank() == int(want.shape.size());
+    for (int a = 0; fits && a < x.rank(); ++a) fits = want.shape[std::size_t(a)] < 0 || want.shape[std::size_t(a)] == x.shape()[a];
+    if (!fits)
+      throw ShapeMismatch(fmt::format("onnx graph {}: input '{}' has shape {}; the graph wants [{}] (-1: any)", label_,
+                                      want.name, x.shape().to_string(), fmt::join(want.shape, ", ")));
+  }
+}
+
+NDList GraphBlock::forward(const NDList& inputs, bool training) {
+  check_inputs(inputs);
+  const ManagerRef manager = inputs.empty() ? manager_ : inputs[0].manager();
+  std::vector<NDArray> values(constants_);
+  for (std::size_t k = 0; k < input_slots_.size(); ++k) values[std::size_t(input_slots_[k])] = inputs[k];
+  std::vector<NDArray> args;
+  for (const Step& step : steps_) {
+    args.clear();
+    for (int s : step.inputs) args.push_back(s < 0 ? NDArray{} : values[std::size_t(s)]);
+    // An op's result joins its first input's manager: a constant first
+    // input is viewed from the batch's manager, so nothing joins the model's.
+    if (!step.inputs.empty() && step.inputs[0] >= 0 && constants_[std::size_t(step.inputs[0])].defined())
+      args[0] = args[0].get(manager, NDIndex());
+    RunContext run{step.node, opset_, args, manager, training, {}};
+    step.kernel->run(run);
+    for (std::size_t k = 0; k < step.outputs.size(); ++k)
+      if (step.outputs[k] >= 0) {
+        if (k >= run.outputs.size())
+          throw InvalidArgument(fmt::format("onnx graph {}: {} gave {} outputs, the graph wants {}", label_,
+                                            step.node.label(), run.outputs.size(), step.outputs.size()));
+        values[std::size_t(step.outputs[k])] = run.outputs[k];
+      }
+    for (int s : step.release) values[std::size_t(s)].reset();
+  }
+  NDList out;
+  for (int s : output_slots_) out.push_back(values[std::size_t(s)]);
+  return out;
+}
+
+Shape GraphBlock::initialize(const ManagerRef&, const Shape& input_shape, DataType) { return output_shape(input_shape); }
+
+Shape GraphBlock::output_shape(const Shape& input_shape) const {
+  if (outputs_.empty()) return Shape{};
+  std::vector<std::int64_t> dims = outputs_[0].shape;
+  for (std::size_t a = 0; a < dims.size(); ++a)
+    if (dims[a] < 0) {
+      if (a != 0 || input_shape.rank() == 0)
+        throw InvalidArgument(fmt::format("onnx graph {}: output '{}' has dimension {} set by values, not by the "
+                                          "input shape; run forward to learn it",
+                                          label_, outputs_[0].name, a));
+      dims[a] = input_shape[0];
+    }
+  return Shape(dims);
+}
+
+std::string GraphBlock::describe() const {
+  return fmt::format("OnnxGraph({}: {} nodes, opset {})", label_, model_.graph().node_size(), opset_);
+}
+
+::onnx::ModelProto GraphBlock::current_model() const {
+  ::onnx::ModelProto out = model_;
+  auto& inits = *out.mutable_graph()->mutable_initializer();
+  NDGC_ASSERT(inits.size() == int(params_.size()), "one parameter per initializer");
+  for (int k = 0; k < inits.size(); ++k) {
+    const std::string name = inits[k].name();
+    to_tensor(params_[std::size_t(k)]->array(), inits[k]);
+    inits[k].set_name(name);
+  }
+  return out;
+}
+
+}  // namespace ndgc::onnx::detail

@@ -1,0 +1,76 @@
+// GraphBlock: an ONNX graph as an nn::Block of ndgc ops.
+//
+// Built in two stages, so that a refused graph allocates nothing:
+//   1. GraphBlock(model, label) plans: it gives every value a slot, finds
+//      each node's kernel and checks it, and throws InvalidArgument listing
+//      every node this build cannot run.
+//   2. materialize(manager, trainable) makes the initializers parameters in
+//      `manager` (the model's) under their graph names, evaluates the nodes
+//      whose inputs are all constants once (Note [Folding at load]), and
+//      works out when each intermediate dies.
+// A forward pass keeps its values in a vector of its own and drops each
+// intermediate after its last consumer (Note [An intermediate dies at its
+// last use]), so its peak follows the live set, not the graph's size.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ndgc/nn.hpp"
+#include "ndgc/onnx.hpp"
+#include "onnx/kernels.hpp"
+#include "onnx/proto.hpp"
+
+namespace ndgc::onnx::detail {
+
+class GraphBlock : public nn::Block {
+ public:
+  GraphBlock(::onnx::ModelProto model, std::string label);
+  void materialize(const ManagerRef& manager, bool trainable);
+
+  using Block::forward;
+  NDList forward(const NDList& inputs, bool training) override;
+  Shape initialize(const ManagerRef& manager, const Shape& input_shape, DataType dtype = DataType::float32) override;
+  Shape output_shape(const Shape& input_shape) const override;
+  std::string describe() const override;
+
+  const std::vector<ValueInfo>& graph_inputs() const noexcept { return inputs_; }
+  const std::vector<ValueInfo>& graph_outputs() const noexcept { return outputs_; }
+  std::int64_t opset() const noexcept { return opset_; }
+  std::size_t step_count() const noexcept { return steps_.size(); }
+  // The model as loaded, each initializer holding its parameter's current value.
+  ::onnx::ModelProto current_model() const;
+
+ private:
+  struct Step {
+    const Kernel* kernel;
+    Node node;
+    std::vector<int> inputs;   // slots; -1 for an omitted optional input
+    std::vector<int> outputs;  // slots; -1 for an output nobody asked for
+    std::vector<int> release;  // slots whose last use is this step
+  };
+  void plan_values();
+  void plan_steps();
+  void fold_constants();
+  void plan_releases();
+  void check_inputs(const NDList& inputs) const;
+  int slot(const std::string& name) const;
+
+  ::onnx::ModelProto model_;  // initializers' data cleared once they are parameters
+  std::string label_;
+  std::int64_t opset_ = 0;
+  std::vector<std::string> slot_names_;
+  std::unordered_map<std::string, int> slot_of_;
+  std::vector<NDArray> constants_;     // by slot: parameters and folded values
+  std::vector<bool> foldable_;         // by slot: a constant whose value never changes
+  std::vector<nn::Parameter*> params_; // by initializer, in graph order
+  std::vector<Step> steps_;
+  std::vector<int> input_slots_, output_slots_;
+  std::vector<bool> rank_known_;       // by graph input
+  std::vector<ValueInfo> inputs_, outputs_;
+  ManagerRef manager_;                 // the model's
+};
+
+}  // namespace ndgc::onnx::detail

@@ -1,0 +1,49 @@
+// Helpers the kernel families share.
+//
+// Note [Shape arithmetic on the host]
+// Some inputs are not data but arguments: Reshape's shape, Slice's bounds,
+// the axes of Squeeze and the reductions, Expand's shape, ConstantOfShape's
+// shape. ONNX passes them as small int64 tensors. A kernel reads them with
+// read_ints, which copies them to the host. Most come from initializers or
+// from chains of Shape → Gather → Concat that the loader folds once (they
+// are constants then, read from host memory); the rest are computed per
+// call on the host side too (Shape, Size, Range and the integer forms of
+// Gather, Concat and the arithmetic make host-sized int64 arrays), so on a
+// GPU a graph's shape arithmetic costs small copies, not kernel launches.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ndgc/ndarray.hpp"
+#include "ndgc/shape.hpp"
+#include "onnx/kernels.hpp"
+
+namespace ndgc::onnx::detail {
+
+// The elements of a small integer (or floating) array, as int64, on the host.
+std::vector<std::int64_t> read_ints(const NDArray& array);
+// One element, as double.
+double read_scalar(const NDArray& array);
+// `axis` in [-rank, rank) made non-negative; InvalidArgument naming the node otherwise.
+int axis_in(std::int64_t axis, int rank, const Node& node);
+Shape to_shape(std::span<const std::int64_t> dims);
+// An int64 array of `values` in the run's manager.
+NDArray make_ints(const RunContext& c, const std::vector<std::int64_t>& values, const Shape& shape);
+// The elements of x at positions `at` (in [0, n), shaped `index_shape`) along
+// `axis`: an embedding lookup for floating x (it has a gradient), a host
+// gather for integer x (shape arithmetic).
+NDArray gather_along(const RunContext& c, const NDArray& x, const std::vector<std::int64_t>& at, const Shape& index_shape,
+                     int axis);
+
+// Checks: "" when the node can run, the reason otherwise.
+std::string floats_only(const CheckContext& c);          // every known input dtype floating
+std::string same_numeric(const CheckContext& c);          // known inputs share one dtype, not boolean
+std::string numeric_data(const CheckContext& c);          // input 0, if known, is not boolean
+// The value of a constant integer input, if it is one.
+std::optional<std::vector<std::int64_t>> constant_ints(const CheckContext& c, std::size_t k);
+
+}  // namespace ndgc::onnx::detail

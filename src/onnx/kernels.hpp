@@ -1,0 +1,81 @@
+// The op kernels: how each ONNX op type becomes ndgc ops.
+//
+// A kernel has a check, run at load on what the graph says of the node (its
+// attributes, opset and the dtypes shape inference found), which returns why
+// this build cannot run the node ("" when it can), and a run, which computes
+// the node's outputs from its inputs with ndgc's ops, so that they record on
+// the tape and run on the inputs' device. Kernels that read small integer
+// inputs (shapes, axes, slice bounds) read them on the host: see
+// Note [Shape arithmetic on the host] in kernel_support.hpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ndgc/manager.hpp"
+#include "ndgc/ndlist.hpp"
+#include "onnx/node.hpp"
+
+namespace ndgc::onnx::detail {
+
+// What a check sees at load.
+struct CheckContext {
+  const Node& node;
+  std::int64_t opset;
+  // Per input: its dtype when the graph says it (nullopt: unknown or omitted).
+  std::vector<std::optional<DataType>> input_dtypes;
+  // Per input: its value when it is an initializer or a Constant's (else null).
+  std::vector<const ::onnx::TensorProto*> constant_inputs;
+  // Per input: its shape when inference found one, -1 for unknown dimensions.
+  std::vector<std::optional<std::vector<std::int64_t>>> input_shapes;
+};
+
+// What a run sees at forward.
+struct RunContext {
+  const Node& node;
+  std::int64_t opset;
+  std::span<const NDArray> inputs;  // an omitted optional input is an empty handle
+  const ManagerRef& manager;        // where arrays made from nothing go (the first graph input's)
+  bool training;
+  NDList outputs;                   // the run appends the node's outputs in order
+
+  bool has(std::size_t k) const { return k < inputs.size() && inputs[k].defined(); }
+  // Input k; InvalidArgument naming the node when it is omitted.
+  const NDArray& in(std::size_t k) const;
+};
+
+struct Kernel {
+  using Check = std::string (*)(const CheckContext&);
+  using Run = void (*)(RunContext&);
+  Run run = nullptr;
+  Check check = nullptr;        // null: every node of the type runs
+  std::size_t max_outputs = 1;  // a node asking for more outputs is refused
+  bool uses_mode = false;       // depends on `training`: never folded at load
+};
+
+// The kernel of a default-domain op type, or null.
+const Kernel* find_kernel(const std::string& op_type);
+std::vector<std::string> kernel_names();  // sorted
+
+// Each family adds its kernels (kernels_*.cpp).
+class KernelTable;
+void add_elementwise_kernels(KernelTable& table);
+void add_shape_kernels(KernelTable& table);
+void add_nn_kernels(KernelTable& table);
+void add_reduce_kernels(KernelTable& table);
+void add_loss_kernels(KernelTable& table);
+
+class KernelTable {
+ public:
+  void add(std::string op_type, Kernel kernel);
+  const Kernel* find(const std::string& op_type) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::pair<std::string, Kernel>> kernels_;  // sorted by name
+};
+
+}  // namespace ndgc::onnx::detail

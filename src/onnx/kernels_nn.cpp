@@ -1,0 +1,202 @@
+// Neural-network kernels: MatMul, Gemm, Conv, the pools, BatchNormalization,
+// LayerNormalization, Dropout, Softmax and LogSoftmax, on ndgc's layer ops.
+// A 1-D convolution or pool runs as the 2-D op on a height-1 image.
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "ndgc/layers.hpp"
+#include "onnx/kernel_support.hpp"
+#include "onnx/window.hpp"
+
+namespace ndgc::onnx::detail {
+namespace {
+
+// ---- products ----------------------------------------------------------------------
+
+void run_gemm(RunContext& c) {
+  NDArray a = c.node.i("transA", 0) ? c.in(0).transpose() : c.in(0);
+  NDArray b = c.node.i("transB", 0) ? c.in(1).transpose() : c.in(1);
+  const double alpha = c.node.f("alpha", 1.0f), beta = c.node.f("beta", 1.0f);
+  if (c.has(2) && alpha == 1.0 && beta == 1.0 && c.in(2).rank() == 1 && c.in(2).shape()[0] == b.shape()[1]) {
+    c.outputs.push_back(linear(a, b, c.in(2)));
+    return;
+  }
+  NDArray y = a.matmul(b);
+  if (alpha != 1.0) y = y.mul(alpha);
+  if (c.has(2)) y = y.add(beta == 1.0 ? c.in(2) : c.in(2).mul(beta));
+  c.outputs.push_back(y);
+}
+
+// ---- windows -------------------------------------------------------------------------
+
+std::vector<std::int64_t> spatial_dims(const std::optional<std::vector<std::int64_t>>& shape) {
+  if (!shape || shape->size() < 2) return {};
+  return {shape->begin() + 2, shape->end()};
+}
+
+std::vector<std::int64_t> spatial_dims(const Shape& shape) { return {shape.begin() + 2, shape.end()}; }
+
+// The node's kernel dims: kernel_shape, else the weight's spatial dims.
+std::vector<std::int64_t> kernel_dims(const Node& node, const std::optional<std::vector<std::int64_t>>& weight) {
+  if (node.has("kernel_shape")) return node.ints("kernel_shape");
+  return spatial_dims(weight);
+}
+
+// The window a run uses; a problem the load-time check could not see throws.
+Window run_window(const RunContext& c, const std::vector<std::int64_t>& kernel) {
+  Window w = window_of(c.node, kernel, spatial_dims(c.in(0).shape()));
+  if (!w.problem.empty()) throw InvalidArgument(fmt::format("onnx: {}: {}", c.node.label(), w.problem));
+  return w;
+}
+
+// A 1-D op's operand as a height-1 image, and its result back.
+NDArray as_2d(const NDArray& x, const Window& w) { return w.spatial == 1 ? x.expand_dims(2) : x; }
+NDArray from_2d(const NDArray& y, const Window& w) { return w.spatial == 1 ? y.squeeze({2}) : y; }
+
+std::string window_check(const CheckContext& c, const std::vector<std::int64_t>& kernel) {
+  if (std::string why = floats_only(c); !why.empty()) return why;
+  const Window w = window_of(c.node, kernel, spatial_dims(c.input_shapes.empty() ? std::nullopt : c.input_shapes[0]));
+  return w.problem;
+}
+
+void run_conv(RunContext& c) {
+  const NDArray& weight = c.in(1);
+  const Window w = run_window(c, spatial_dims(weight.shape()));
+  NDArray bias = c.has(2) ? c.in(2) : NDArray{};
+  const std::int64_t groups = c.node.i("group", 1);
+  NDArray y = conv2d(as_2d(c.in(0), w), as_2d(weight, w), bias, w.stride, w.padding, w.dilation, groups);
+  c.outputs.push_back(from_2d(y, w));
+}
+
+std::string conv_check(const CheckContext& c) {
+  const auto weight = c.input_shapes.size() > 1 ? c.input_shapes[1] : std::nullopt;
+  std::vector<std::int64_t> kernel = kernel_dims(c.node, weight);
+  if (kernel.empty() && c.input_shapes[0]) kernel.assign(c.input_shapes[0]->size() - 2, 1);
+  return window_check(c, kernel);
+}
+
+std::string pool_check(const CheckContext& c) {
+  if (c.node.i("ceil_mode", 0) != 0) return "ceil_mode 1 is not supported";
+  if (c.node.i("storage_order", 0) != 0) return "storage_order 1 is not supported";
+  for (std::int64_t d : c.node.ints("dilations"))
+    if (d != 1) return "dilated pooling is not supported";
+  const std::vector<std::int64_t> kernel = c.node.ints("kernel_shape");
+  const Window w = window_of(c.node, kernel, spatial_dims(c.input_shapes.empty() ? std::nullopt : c.input_shapes[0]));
+  if (!w.problem.empty()) return w.problem;
+  for (std::size_t a = 0; a < 2; ++a)
+    if (w.padding[a] * 2 > w.kernel[a])
+      return fmt::format("its padding {} is more than half its kernel {}", w.padding[a], w.kernel[a]);
+  return floats_only(c);
+}
+
+void run_max_pool(RunContext& c) {
+  const Window w = run_window(c, c.node.ints("kernel_shape"));
+  c.outputs.push_back(from_2d(max_pool2d(as_2d(c.in(0), w), w.kernel, w.stride, w.padding), w));
+}
+
+void run_average_pool(RunContext& c) {
+  const Window w = run_window(c, c.node.ints("kernel_shape"));
+  NDArray x = as_2d(c.in(0), w);
+  NDArray y = avg_pool2d(x, w.kernel, w.stride, w.padding);
+  const bool padded = w.padding[0] > 0 || w.padding[1] > 0;
+  if (padded && c.node.i("count_include_pad", 0) == 0) {
+    // avg_pool2d divides by the whole window; dividing by the pool of ones
+    // makes the divisor the count of real elements.
+    NDArray ones = c.manager.ones(Shape{1, 1, x.shape()[2], x.shape()[3]}, x.dtype());
+    y = y.div(avg_pool2d(ones, w.kernel, w.stride, w.padding));
+  }
+  c.outputs.push_back(from_2d(y, w));
+}
+
+std::vector<int> spatial_axes(const NDArray& x) {
+  std::vector<int> axes;
+  for (int k = 2; k < x.rank(); ++k) axes.push_back(k);
+  return axes;
+}
+
+// ---- normalisation, dropout, softmax -------------------------------------------------
+
+void run_batch_norm(RunContext& c) {
+  const double eps = c.node.f("epsilon", 1e-5f), momentum = c.node.f("momentum", 0.9f);
+  c.outputs.push_back(batch_norm(c.in(0), c.in(1), c.in(2), c.in(3), c.in(4), c.training, 1.0 - momentum, eps));
+}
+
+std::string batch_norm_check(const CheckContext& c) {
+  if (c.opset < 9 && c.node.i("spatial", 1) == 0) return "spatial 0 is not supported";
+  if (c.node.i("training_mode", 0) != 0) return "training_mode 1 is not supported; forward's `training` sets the mode";
+  return floats_only(c);
+}
+
+void run_layer_norm(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const int axis = axis_in(c.node.i("axis", -1), x.rank(), c.node);
+  const Shape xs = x.shape();
+  const Shape normalized = to_shape(std::vector<std::int64_t>(xs.begin() + axis, xs.end()));
+  NDArray gamma = c.in(1).shape() == normalized ? c.in(1) : c.in(1).broadcast_to(normalized);
+  NDArray beta = c.has(2) ? (c.in(2).shape() == normalized ? c.in(2) : c.in(2).broadcast_to(normalized))
+                          : c.manager.zeros(normalized, x.dtype());
+  const double eps = c.node.f("epsilon", 1e-5f);
+  c.outputs.push_back(layer_norm(x, gamma, beta, eps));
+  if (c.node.output_wanted(1) || c.node.output_wanted(2)) {  // the statistics, as ONNX's reference keeps them
+    std::vector<int> axes;
+    for (int k = axis; k < x.rank(); ++k) axes.push_back(k);
+    NDArray mean = x.mean(axes, true);
+    NDArray centred = x.sub(mean);
+    c.outputs.push_back(mean);
+    c.outputs.push_back(centred.mul(centred).mean(axes, true).add(eps).sqrt().rdiv(1.0));
+  }
+}
+
+std::string layer_norm_check(const CheckContext& c) {
+  if (c.node.i("stash_type", 1) != 1) return "stash_type other than 1 (float) is not supported";
+  return floats_only(c);
+}
+
+void run_dropout(RunContext& c) {
+  double ratio = 0.5;
+  if (c.opset < 12) ratio = c.node.f("ratio", 0.5f);
+  else if (c.has(1)) ratio = read_scalar(c.in(1));
+  c.outputs.push_back(dropout(c.in(0), ratio, c.training));
+}
+
+std::string dropout_check(const CheckContext& c) {
+  if (c.node.input_given(2))
+    return "a training_mode input is not supported; forward's `training` sets the mode";
+  return floats_only(c);
+}
+
+// Softmax before opset 13 acts on the input flattened to 2-D at `axis`.
+template <NDArray (NDArray::*Op)(int, Site) const>
+void run_softmax(RunContext& c) {
+  const NDArray& x = c.in(0);
+  if (c.opset >= 13) {
+    c.outputs.push_back((x.*Op)(axis_in(c.node.i("axis", -1), x.rank(), c.node), Site::current()));
+    return;
+  }
+  const int axis = axis_in(c.node.i("axis", 1), x.rank(), c.node);
+  std::int64_t outer = 1;
+  for (int k = 0; k < axis; ++k) outer *= x.shape()[k];
+  NDArray flat = x.reshape(Shape{outer, -1});
+  c.outputs.push_back((flat.*Op)(1, Site::current()).reshape(x.shape()));
+}
+
+}  // namespace
+
+void add_nn_kernels(KernelTable& t) {
+  t.add("MatMul", {[](RunContext& c) { c.outputs.push_back(c.in(0).matmul(c.in(1))); }, floats_only});
+  t.add("Gemm", {run_gemm, floats_only});
+  t.add("Conv", {run_conv, conv_check});
+  t.add("MaxPool", {run_max_pool, pool_check});
+  t.add("AveragePool", {run_average_pool, pool_check});
+  t.add("GlobalAveragePool", {[](RunContext& c) { c.outputs.push_back(c.in(0).mean(spatial_axes(c.in(0)), true)); },
+                              floats_only});
+  t.add("GlobalMaxPool", {[](RunContext& c) { c.outputs.push_back(c.in(0).max(spatial_axes(c.in(0)), true)); },
+                          floats_only});
+  t.add("BatchNormalization", {run_batch_norm, batch_norm_check, 1, true});
+  t.add("LayerNormalization", {run_layer_norm, layer_norm_check, 3});
+  t.add("Dropout", {run_dropout, dropout_check, 1, true});
+  t.add("Softmax", {run_softmax<&NDArray::softmax>, floats_only});
+  t.add("LogSoftmax", {run_softmax<&NDArray::log_softmax>, floats_only});
+}
+
+}  // namespace ndgc::onnx::detail

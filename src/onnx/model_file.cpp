@@ -1,0 +1,134 @@
+// See model_file.hpp.
+#include "onnx/model_file.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+
+namespace ndgc::onnx::detail {
+namespace {
+
+std::string read_bytes(const std::filesystem::path& file, const char* what) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw DataError(fmt::format("onnx::load: cannot open {} {}: {}", what, file.string(), std::strerror(errno)));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw DataError(fmt::format("onnx::load: error reading {} {}", what, file.string()));
+  return bytes;
+}
+
+// Where an external-data initializer's bytes are: "location" relative to the
+// model's folder (never absolute, never climbing out of it), "offset" and
+// "length" in bytes.
+struct ExternalData {
+  std::string location;
+  std::uint64_t offset = 0;
+  std::optional<std::uint64_t> length;
+};
+
+ExternalData external_data_of(const ::onnx::TensorProto& tensor, const std::string& label) {
+  ExternalData out;
+  for (const auto& entry : tensor.external_data()) {
+    try {
+      if (entry.key() == "location") out.location = entry.value();
+      else if (entry.key() == "offset") out.offset = std::stoull(entry.value());
+      else if (entry.key() == "length") out.length = std::stoull(entry.value());
+    } catch (const std::exception&) {
+      throw DataError(fmt::format("onnx::load: {}: initializer '{}' has a malformed external-data {} '{}'", label,
+                                  tensor.name(), entry.key(), entry.value()));
+    }
+  }
+  const std::filesystem::path where(out.location);
+  bool climbs = false;
+  for (const auto& part : where) climbs = climbs || part == "..";
+  if (out.location.empty() || where.is_absolute() || climbs)
+    throw DataError(fmt::format("onnx::load: {}: initializer '{}' has external data at '{}'; it must be a relative "
+                                "path inside the model's folder",
+                                label, tensor.name(), out.location));
+  return out;
+}
+
+// Replaces an external-data initializer's reference by its bytes.
+void inline_external_data(::onnx::TensorProto& tensor, const std::filesystem::path& directory,
+                          const std::string& label) {
+  const ExternalData ext = external_data_of(tensor, label);
+  const std::filesystem::path file = directory / ext.location;
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw DataError(fmt::format("onnx::load: {}: initializer '{}': cannot open its external data {}: {}", label,
+                                tensor.name(), file.string(), std::strerror(errno)));
+  in.seekg(0, std::ios::end);
+  const auto file_size = static_cast<std::uint64_t>(in.tellg());
+  const std::uint64_t length = ext.length.value_or(file_size >= ext.offset ? file_size - ext.offset : 0);
+  if (ext.offset > file_size || length > file_size - ext.offset)
+    throw DataError(fmt::format("onnx::load: {}: initializer '{}': its external data (offset {}, length {}) runs past "
+                                "the end of {} ({} bytes)",
+                                label, tensor.name(), ext.offset, length, file.string(), file_size));
+  std::string bytes(length, '\0');
+  in.seekg(static_cast<std::streamoff>(ext.offset));
+  in.read(bytes.data(), static_cast<std::streamsize>(length));
+  if (!in) throw DataError(fmt::format("onnx::load: {}: error reading {}", label, file.string()));
+  tensor.clear_external_data();
+  tensor.set_data_location(::onnx::TensorProto::DEFAULT);
+  tensor.set_raw_data(std::move(bytes));
+}
+
+void inline_graph_external_data(::onnx::GraphProto& graph, const std::filesystem::path& directory,
+                                const std::string& label) {
+  for (auto& tensor : *graph.mutable_initializer())
+    if (tensor.data_location() == ::onnx::TensorProto::EXTERNAL) inline_external_data(tensor, directory, label);
+}
+
+}  // namespace
+
+::onnx::ModelProto parse_model(const void* data, std::size_t size, const std::string& label,
+                               const std::filesystem::path& directory) {
+  ::onnx::ModelProto model;
+  if (size > static_cast<std::size_t>(INT32_MAX) || !model.ParseFromArray(data, static_cast<int>(size)))
+    throw DataError(fmt::format("onnx::load: {}: not an ONNX model (the protobuf parser refused its {} bytes)", label,
+                                size));
+  if (!model.has_graph())
+    throw DataError(fmt::format("onnx::load: {}: not an ONNX model (it has no graph)", label));
+  inline_graph_external_data(*model.mutable_graph(), directory, label);
+  try {
+    ::onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    throw DataError(fmt::format("onnx::load: {}: the ONNX checker refused it: {}", label, e.what()));
+  }
+  try {
+    ::onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception& e) {
+    throw DataError(fmt::format("onnx::load: {}: ONNX shape inference failed: {}", label, e.what()));
+  }
+  return model;
+}
+
+::onnx::ModelProto read_model(const std::filesystem::path& file) {
+  const std::string bytes = read_bytes(file, "model");
+  return parse_model(bytes.data(), bytes.size(), file.string(), file.parent_path());
+}
+
+void write_model(const ::onnx::ModelProto& model, const std::filesystem::path& file) {
+  std::filesystem::path tmp = file;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw DataError(fmt::format("onnx::save: cannot create {}: {}", tmp.string(), std::strerror(errno)));
+    if (!model.SerializeToOstream(&out) || !out.flush())
+      throw DataError(fmt::format("onnx::save: error writing {}", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw DataError(fmt::format("onnx::save: cannot rename {} to {}: {}", tmp.string(), file.string(), ec.message()));
+  }
+}
+
+}  // namespace ndgc::onnx::detail

@@ -1,0 +1,25 @@
+// The window of a convolution or pooling node (kernel, strides, pads,
+// dilations, auto_pad) over one or two spatial axes, as ndgc's 2-D ops take it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ndgc/layers.hpp"
+#include "onnx/node.hpp"
+
+namespace ndgc::onnx::detail {
+
+struct Window {
+  int spatial = 2;  // 1: the op runs on a height-1 image
+  Pair kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  std::string problem;  // why ndgc cannot run it; "" when it can
+};
+
+// `kernel`: the spatial kernel dims (from kernel_shape or the weight);
+// `input`: the spatial input dims, -1 where unknown (SAME padding needs them).
+Window window_of(const Node& node, const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& input);
+
+}  // namespace ndgc::onnx::detail
