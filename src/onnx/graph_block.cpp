@@ -135,6 +135,11 @@ void GraphBlock::plan_steps() {
   for (const auto& t : g.initializer()) defined[std::size_t(slot(t.name()))] = true;
   for (int s : input_slots_) defined[std::size_t(s)] = true;
 
+  static_shapes_.assign(slot_names_.size(), std::nullopt);
+  for (const auto& [name, t] : types)
+    if (const int s = slot(name); s >= 0 && t.dims && std::all_of(t.dims->begin(), t.dims->end(), [](auto d) { return d >= 0; }) &&
+                                  t.dims->size() <= std::size_t(kMaxRank))
+      static_shapes_[std::size_t(s)] = Shape(*t.dims);
   std::vector<std::string> refused;
   for (int index = 0; index < g.node_size(); ++index) {
     Node node(g.node(index));
@@ -235,14 +240,26 @@ void GraphBlock::materialize(const ManagerRef& manager, bool trainable) {
 void GraphBlock::fold_constants() {
   std::vector<Step> kept;
   for (Step& step : steps_) {
-    bool all_constant = !step.kernel->uses_mode;
-    for (int s : step.inputs) all_constant = all_constant && (s < 0 || foldable_[std::size_t(s)]);
-    if (!all_constant) {
+    // Shape and Size read only the shape: a shape the graph fixes folds, whatever the values.
+    const bool shape_only = step.node.op_type() == "Shape" || step.node.op_type() == "Size";
+    auto known = [&](int s) {
+      return s < 0 || foldable_[std::size_t(s)] || (shape_only && static_shapes_[std::size_t(s)].has_value());
+    };
+    if (step.kernel->uses_mode || !std::all_of(step.inputs.begin(), step.inputs.end(), known)) {
       kept.push_back(std::move(step));
       continue;
     }
     std::vector<NDArray> args;
-    for (int s : step.inputs) args.push_back(s < 0 ? NDArray{} : constants_[std::size_t(s)]);
+    NDList stand_ins;  // closed once the node has run
+    for (int s : step.inputs) {
+      if (s >= 0 && !foldable_[std::size_t(s)]) {  // a stand-in of the right shape: one element, broadcast
+        NDArray zero = manager_.zeros(Shape{});
+        stand_ins.push_back(zero);
+        stand_ins.push_back(zero.broadcast_to(*static_shapes_[std::size_t(s)]));
+        args.push_back(stand_ins[stand_ins.size() - 1]);
+      } else
+        args.push_back(s < 0 ? NDArray{} : constants_[std::size_t(s)]);
+    }
     RunContext run{step.node, opset_, args, manager_, false, {}};
     step.kernel->run(run);
     for (std::size_t k = 0; k < step.outputs.size(); ++k) {
@@ -256,6 +273,7 @@ void GraphBlock::fold_constants() {
       constants_[std::size_t(s)] = value;
       foldable_[std::size_t(s)] = true;
     }
+    stand_ins.close();
   }
   steps_ = std::move(kept);
   // Close the folded values nothing reads any more (never a parameter's array).

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,6 +66,7 @@ class GraphBlock : public nn::Block {
   std::unordered_map<std::string, int> slot_of_;
   std::vector<NDArray> constants_;     // by slot: parameters and folded values
   std::vector<bool> foldable_;         // by slot: a constant whose value never changes
+  std::vector<std::optional<Shape>> static_shapes_;  // by slot: the shape inference fixed, if it did
   std::vector<nn::Parameter*> params_; // by initializer, in graph order
   std::vector<Step> steps_;
   std::vector<int> input_slots_, output_slots_;
