@@ -261,7 +261,15 @@ void GraphBlock::fold_constants() {
         args.push_back(s < 0 ? NDArray{} : constants_[std::size_t(s)]);
     }
     RunContext run{step.node, opset_, args, manager_, false, {}};
-    step.kernel->run(run);
+    try {
+      step.kernel->run(run);
+    } catch (const OutOfMemory&) {
+      throw;
+    } catch (const InvalidArgument&) {
+      throw;
+    } catch (const Error& e) {  // constants that do not fit together: the graph is wrong
+      throw InvalidArgument(fmt::format("onnx::load: {}: folding {} failed: {}", label_, step.node.label(), e.what()));
+    }
     for (std::size_t k = 0; k < step.outputs.size(); ++k) {
       const int s = step.outputs[k];
       if (s < 0) continue;

@@ -34,7 +34,10 @@ std::vector<std::int64_t> spatial_dims(const std::optional<std::vector<std::int6
   return {shape->begin() + 2, shape->end()};
 }
 
-std::vector<std::int64_t> spatial_dims(const Shape& shape) { return {shape.begin() + 2, shape.end()}; }
+std::vector<std::int64_t> spatial_dims(const Shape& shape) {
+  if (shape.rank() < 2) return {};  // window_of then refuses it: 0 spatial axes
+  return {shape.begin() + 2, shape.end()};
+}
 
 // The node's kernel dims: kernel_shape, else the weight's spatial dims.
 std::vector<std::int64_t> kernel_dims(const Node& node, const std::optional<std::vector<std::int64_t>>& weight) {

@@ -85,6 +85,27 @@ void inline_graph_external_data(::onnx::GraphProto& graph, const std::filesystem
     if (tensor.data_location() == ::onnx::TensorProto::EXTERNAL) inline_external_data(tensor, directory, label);
 }
 
+// Note [Attributes ONNX's shape inference divides by]
+// libonnx 1.12's shape inference divides by some attributes without checking
+// them: a Conv with a stride of 0 stops the process with SIGFPE inside
+// convPoolShapeInference1 (found by tests/fuzz/onnx_model_fuzz.cpp). Those
+// attributes are checked first, in the graph and every subgraph, so such a
+// model is a DataError instead.
+void check_divisors(const ::onnx::GraphProto& graph, const std::string& label) {
+  for (const auto& node : graph.node())
+    for (const auto& a : node.attribute()) {
+      const std::string& n = a.name();
+      const bool divisor = n == "strides" || n == "dilations" || n == "kernel_shape" || n == "blocksize";
+      bool bad = divisor && a.has_i() && a.i() <= 0;
+      for (std::int64_t v : a.ints()) bad = bad || (divisor && v <= 0);
+      if (bad)
+        throw DataError(fmt::format("onnx::load: {}: node '{}' ({}) has attribute {} that is not positive", label,
+                                    node.name(), node.op_type(), n));
+      if (a.has_g()) check_divisors(a.g(), label);
+      for (const auto& g : a.graphs()) check_divisors(g, label);
+    }
+}
+
 }  // namespace
 
 ::onnx::ModelProto parse_model(const void* data, std::size_t size, const std::string& label,
@@ -101,6 +122,7 @@ void inline_graph_external_data(::onnx::GraphProto& graph, const std::filesystem
   } catch (const std::exception& e) {
     throw DataError(fmt::format("onnx::load: {}: the ONNX checker refused it: {}", label, e.what()));
   }
+  check_divisors(model.graph(), label);
   try {
     ::onnx::shape_inference::InferShapes(model);
   } catch (const std::exception& e) {
