@@ -355,6 +355,14 @@ void GraphBlock::check_inputs(const NDList& inputs) const {
   }
 }
 
+// Note [A pass leaves the model's manager alone]
+// nn::Block's rule: forward creates nothing in the parameters' manager. A
+// graph breaks it easily: Gemm(x, W) with transB transposes W, a view whose
+// manager is W's; Sub(W, x) puts its result in W's. Left there, each step
+// would add arrays to the model's manager until it closes (ndgc-train's
+// leak report showed +4,376 arrays an epoch before this). So the kernels
+// never see a constant itself, only a view of it made in the batch's
+// manager; the view is recorded, so gradients still reach the parameter.
 NDList GraphBlock::forward(const NDList& inputs, bool training) {
   check_inputs(inputs);
   const ManagerRef manager = inputs.empty() ? manager_ : inputs[0].manager();
@@ -362,12 +370,16 @@ NDList GraphBlock::forward(const NDList& inputs, bool training) {
   for (std::size_t k = 0; k < input_slots_.size(); ++k) values[std::size_t(input_slots_[k])] = inputs[k];
   std::vector<NDArray> args;
   for (const Step& step : steps_) {
+    // An op's result joins its first input's manager, and a kernel may
+    // derive views from any input (Gemm's transposed weight): each constant
+    // is seen through a view in the batch's manager, so nothing a pass makes
+    // joins the model's (Note [A pass leaves the model's manager alone]).
     args.clear();
-    for (int s : step.inputs) args.push_back(s < 0 ? NDArray{} : values[std::size_t(s)]);
-    // An op's result joins its first input's manager: a constant first
-    // input is viewed from the batch's manager, so nothing joins the model's.
-    if (!step.inputs.empty() && step.inputs[0] >= 0 && constants_[std::size_t(step.inputs[0])].defined())
-      args[0] = args[0].get(manager, NDIndex());
+    for (int s : step.inputs) {
+      if (s < 0) args.emplace_back();
+      else if (constants_[std::size_t(s)].defined()) args.push_back(values[std::size_t(s)].get(manager, NDIndex()));
+      else args.push_back(values[std::size_t(s)]);
+    }
     RunContext run{step.node, opset_, args, manager, training, {}};
     step.kernel->run(run);
     for (std::size_t k = 0; k < step.outputs.size(); ++k)

@@ -1,6 +1,8 @@
 // Neural-network kernels: MatMul, Gemm, Conv, the pools, BatchNormalization,
 // LayerNormalization, Dropout, Softmax and LogSoftmax, on ndgc's layer ops.
 // A 1-D convolution or pool runs as the 2-D op on a height-1 image.
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -79,7 +81,7 @@ std::string conv_check(const CheckContext& c) {
 }
 
 std::string pool_check(const CheckContext& c) {
-  if (c.node.i("ceil_mode", 0) != 0) return "ceil_mode 1 is not supported";
+  if (c.node.i("ceil_mode", 0) != 0 && c.node.op_type() != "MaxPool") return "ceil_mode 1 is not supported";
   if (c.node.i("storage_order", 0) != 0) return "storage_order 1 is not supported";
   for (std::int64_t d : c.node.ints("dilations"))
     if (d != 1) return "dilated pooling is not supported";
@@ -92,9 +94,30 @@ std::string pool_check(const CheckContext& c) {
   return floats_only(c);
 }
 
+// ceil_mode: the output rounds up, as PyTorch's (a last window that would
+// start in the right padding is dropped): the image gains the missing rows
+// and columns at its end, -inf, which never win a window.
+NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w) {
+  for (int a = 0; a < 2; ++a) {
+    const int axis = 2 + a;
+    const std::int64_t in = x.shape()[axis], k = w.kernel[std::size_t(a)], s = w.stride[std::size_t(a)],
+                       p = w.padding[std::size_t(a)];
+    std::int64_t out = (in + 2 * p - k + s - 1) / s + 1;
+    if ((out - 1) * s >= in + p) --out;
+    const std::int64_t extra = (out - 1) * s + k - (in + 2 * p);
+    if (extra <= 0) continue;
+    Shape side = x.shape();
+    side[axis] = extra;
+    x = concat(NDList{x, c.manager.full(side, -std::numeric_limits<double>::infinity(), x.dtype())}, axis);
+  }
+  return x;
+}
+
 void run_max_pool(RunContext& c) {
   const Window w = run_window(c, c.node.ints("kernel_shape"));
-  c.outputs.push_back(from_2d(max_pool2d(as_2d(c.in(0), w), w.kernel, w.stride, w.padding), w));
+  NDArray x = as_2d(c.in(0), w);
+  if (c.node.i("ceil_mode", 0) != 0) x = ceil_padded(c, x, w);
+  c.outputs.push_back(from_2d(max_pool2d(x, w.kernel, w.stride, w.padding), w));
 }
 
 void run_average_pool(RunContext& c) {

@@ -77,17 +77,20 @@ TEST_CASE("onnx: forward computes the graph, in the input's manager, leaving the
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
 }
 
-TEST_CASE("onnx: a node whose first input is an initializer still puts nothing in the model's manager") {
+TEST_CASE("onnx: a transposed weight, or an initializer as first input, puts nothing in the model's manager") {
   test::TempFolder dir("first");
   GraphBuilder g;
-  g.input("x", {2}).output("y", {2});
-  g.floats("w", {2}, {1.0f, 2.0f});
-  g.node("Sub", {"w", "x"}, {"y"});
+  g.input("x", {2, 2}).output("y", {2, 2});
+  g.floats("w", {2, 2}, {1, 2, 3, 4});
+  g.floats("m", {2, 2}, {1, 0, 0, 2});
+  g.node("Sub", {"w", "x"}, {"d"});
+  auto& gemm = g.node("Gemm", {"d", "m"}, {"y"});
+  GraphBuilder::attr(gemm, "transB", std::int64_t{1});
   onnx::Imported net = onnx::load(g.write(dir / "sub.onnx"), "sub");
   NDManager batch = net.model.manager().new_sub_manager("batch");
   const std::size_t model_arrays = net.model.manager().array_count();
-  NDArray y = net.model.block().forward(NDList{batch.create<float>({0.5f, 0.5f})}, false).head();
-  CHECK(y.to_vector<float>() == std::vector<float>{0.5f, 1.5f});
+  NDArray y = net.model.block().forward(NDList{batch.full({2, 2}, 0.5)}, false).head();
+  CHECK(y.to_vector<float>() == std::vector<float>{0.5f, 3.0f, 2.5f, 7.0f});
   CHECK(y.manager().same(batch));
   CHECK(net.model.manager().array_count() == model_arrays);
 }

@@ -49,8 +49,9 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
   app.add_option("--model", o.model,
                  "mlp: 784-128-64-10 with ReLU; cnn: two conv 3x3 + BatchNorm + ReLU + max-pool stages (32, 64 "
                  "channels), dropout 0.25, linear 128, linear 10; lstm: the 28 rows as 28 steps, LSTM(128), the last "
-                 "step into linear 10")
-      ->check(CLI::IsMember({"mlp", "cnn", "lstm"}));
+                 "step into linear 10; or FILE.onnx: a graph that takes [N, 1, 28, 28] or [N, 784] and gives [N, 10] "
+                 "logits (docs/onnx.md), trained as it is; --save then writes the trained graph as ONNX")
+      ->check(CLI::IsMember({"mlp", "cnn", "lstm"}) | CLI::ExistingFile);
   app.add_option("--epochs", o.epochs, "Epochs to train")->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
   app.add_option("--batch-size", o.batch_size, "Images per batch")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{60000}));

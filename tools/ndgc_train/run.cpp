@@ -13,6 +13,8 @@
 // collective, so there the error ends the job as before.
 #include "run.hpp"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include <ndgc/data.hpp>
@@ -27,6 +29,7 @@
 #include "rank_support.hpp"
 #include "recorder.hpp"
 #include "trace_support.hpp"
+#include "trained_model.hpp"
 
 namespace ndgc::train_tool {
 namespace {
@@ -64,18 +67,22 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   set_autoclose(o.autoclose);
   set_random_seed(o.seed);
 
-  NDManager data_manager = NDManager::new_base_manager("data");
-  data::ArrayDataset train = data::FashionMnist::load(data_manager, data::Split::train, dir);
-  data::ArrayDataset test = data::FashionMnist::load(data_manager, data::Split::test, dir);
-  const int prefetch = o.threads > 1 ? 2 : 0;
-  train.set_batch_size(o.batch_size).set_shuffle(true, o.seed).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
-  test.set_batch_size(o.batch_size).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
-  shard_for_job(train, test);  // under mpirun: this rank's part of each epoch (rank_support.hpp)
-
   if (!o.device.is_cpu()) {
     check_device(o.device, "ndgc-train --device " + device_argument(o.device));
     if (o.gpu_limit > 0) memory::set_limit(o.device, o.gpu_limit);
   }
+  // The data stays on the host; fit() makes each batch on the model's
+  // device (gathered on the host, one copy per array: ndgc/data.hpp).
+  // Closed at the end of the run's scope below, before the trace detector's report.
+  std::optional<TrainedModel> trained(std::in_place, o.model, o.device, o.batch_size);
+
+  NDManager data_manager = NDManager::new_base_manager("data");
+  data::ArrayDataset train = trained->shaped(data::FashionMnist::load(data_manager, data::Split::train, dir));
+  data::ArrayDataset test = trained->shaped(data::FashionMnist::load(data_manager, data::Split::test, dir));
+  const int prefetch = o.threads > 1 ? 2 : 0;
+  train.set_batch_size(o.batch_size).set_shuffle(true, o.seed).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
+  test.set_batch_size(o.batch_size).set_limit_batches(o.limit_batches).set_prefetch(prefetch);
+  shard_for_job(train, test);  // under mpirun: this rank's part of each epoch (rank_support.hpp)
 
   RunResult result;
   result.model = o.model;
@@ -87,13 +94,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   result.seed = o.seed;
   result.device = device_argument(o.device);
   {
-    // The data stays on the host; fit() makes each batch on the model's
-    // device (gathered on the host, one copy per array: ndgc/data.hpp).
-    const Architecture architecture = o.model == "cnn"    ? Architecture::cnn(784, 10)
-                                      : o.model == "lstm" ? Architecture::lstm(784, 10)
-                                                          : Architecture::mlp(784, 10, {128, 64});
-    Model model(o.model, architecture.make_block(), o.device);
-    model.initialize(Shape{o.batch_size, 784});
+    Model& model = trained->model();
     training::TrainingConfig config;
     config.loss = std::make_shared<nn::SoftmaxCrossEntropyLoss>();
     config.optimizer = std::make_shared<nn::Adam>(1e-3);
@@ -125,7 +126,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     }
 
     // A run that died of OutOfMemory saves nothing: its model is half-trained.
-    if (!o.save.empty() && !result.failure && job_ranks().rank == 0) save_model_file(model, architecture, o.save);
+    if (!o.save.empty() && !result.failure && job_ranks().rank == 0) trained->save(o.save);
     if (o.workspace) {
       const workspace::Stats s = workspace::stats(trainer.workspace_name());
       result.workspace = WorkspaceFigures{s.capacity, s.peak_used, s.spilled_bytes, s.cycles, s.allocations};
@@ -134,6 +135,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     result.growth = recorder->growth();
     if (gatherer) result.ranks = gatherer->finish(result.growth);
   }
+  trained.reset();
   if (o.autoclose == AutoClose::trace) result.trace_leaks = collect_trace_leaks();
   return result;
 }

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Exports the PyTorch models of ndgc's ONNX tests (Debian's python3-torch and
+python3-torchvision, test-only dependencies), randomly initialised, with
+PyTorch's outputs and its gradients of a scalar loss for a few initializers.
+
+    /usr/bin/python3 tests/onnx/export_models.py OUT_DIR [NAME ...]
+
+    /usr/bin/python3 tests/onnx/export_models.py --check NAME VALUES_JSON
+
+For each NAME (default: all) writes OUT_DIR/NAME.onnx, OUT_DIR/NAME.input.bin
+(the input, float32, row-major), OUT_DIR/NAME.output.bin (PyTorch's eval-mode
+output) and OUT_DIR/NAME.grads.json ({initializer: [gradient values]} of
+loss = output.square().sum() / 2, in eval mode as the output). Seeded:
+the same files every run.
+
+--check loads {"parameters": {name: values}, "input": [...], "output": [...]}
+(what ndgc fine-tuned, saved and ran) into NAME's PyTorch module and exits 0
+when PyTorch's eval-mode output for the input is within rtol 1e-3, atol 1e-5
+of ndgc's, else 1.
+"""
+import json
+import sys
+
+import torch
+import torch.nn as nn
+
+
+class FashionCnn(nn.Module):
+    """The small CNN that ndgc-train fine-tunes (--model cnn.onnx). No BatchNorm:
+    an eval-mode export folds it into the convolutions, and the fine-tuned
+    graph's initializers then would not load back into this module."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def models():
+    import torchvision.models as tv
+    return {
+        "fashion_cnn": (FashionCnn, (4, 1, 28, 28)),
+        "fashion_mlp": (Mlp, (4, 784)),
+        "resnet18": (lambda: tv.resnet18(num_classes=10), (2, 3, 64, 64)),
+        "squeezenet1_1": (lambda: tv.squeezenet1_1(num_classes=10), (2, 3, 64, 64)),
+        "mobilenet_v2": (lambda: tv.mobilenet_v2(num_classes=10), (2, 3, 64, 64)),
+    }
+
+
+def export(name, make, shape, out):
+    torch.manual_seed(0)
+    model = make()
+    model.eval()
+    x = torch.randn(*shape)
+    path = f"{out}/{name}.onnx"
+    torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "N"}, "output": {0: "N"}}, opset_version=13,
+                      do_constant_folding=False)
+    with torch.no_grad():
+        y = model(x)
+    x.numpy().astype("float32").tofile(f"{out}/{name}.input.bin")
+    y.numpy().astype("float32").tofile(f"{out}/{name}.output.bin")
+    model.zero_grad()
+    loss = model(x).square().sum() / 2
+    loss.backward()
+    grads = {n: p.grad.flatten().tolist() for n, p in model.named_parameters() if p.grad is not None}
+    with open(f"{out}/{name}.grads.json", "w") as f:
+        json.dump({"shape": list(shape), "grads": grads}, f)
+
+
+def check(name, values_file):
+    make, shape = models()[name]
+    model = make()
+    with open(values_file) as f:
+        values = json.load(f)
+    state = model.state_dict()
+    for key, tensor in state.items():
+        if key in values["parameters"]:
+            state[key] = torch.tensor(values["parameters"][key], dtype=tensor.dtype).reshape(tensor.shape)
+    model.load_state_dict(state)
+    model.eval()
+    x = torch.tensor(values["input"], dtype=torch.float32).reshape(values["input_shape"])
+    with torch.no_grad():
+        y = model(x).flatten()
+    want = torch.tensor(values["output"], dtype=torch.float32)
+    ok = torch.allclose(y, want, rtol=1e-3, atol=1e-5)
+    print(f"{name}: PyTorch against ndgc, max |difference| {float((y - want).abs().max()):.3g}")
+    return 0 if ok else 1
+
+
+def main():
+    if sys.argv[1] == "--check":
+        sys.exit(check(sys.argv[2], sys.argv[3]))
+    out = sys.argv[1]
+    wanted = sys.argv[2:]
+    for name, (make, shape) in models().items():
+        if not wanted or name in wanted:
+            export(name, make, shape, out)
+
+
+if __name__ == "__main__":
+    main()

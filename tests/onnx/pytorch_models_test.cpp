@@ -1,0 +1,171 @@
+// Models exported by PyTorch (tests/onnx/export_models.py, run here with
+// Debian's python3-torch): ndgc's outputs and gradients against PyTorch's,
+// and a fine-tuned graph saved, reloaded to the bit and checked in PyTorch.
+// Skipped, with one line, where /usr/bin/python3 has no torch.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <ndgc/ndgc.hpp>
+#include <ndgc/onnx.hpp>
+
+#include "graph_builder.hpp"
+#include "onnx/proto.hpp"
+
+namespace ndgc {
+namespace {
+
+const std::filesystem::path kModels = NDGC_ONNX_MODELS_DIR;
+const std::string kScript = NDGC_ONNX_EXPORT_SCRIPT;
+
+// Exports every model once per build folder (again when the script changes).
+bool exported() {
+  static const bool ok = [] {
+    if (std::system("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") != 0) return false;
+    const auto stamp = kModels / "exported";
+    if (std::filesystem::exists(stamp) &&
+        std::filesystem::last_write_time(stamp) > std::filesystem::last_write_time(kScript))
+      return true;
+    std::filesystem::create_directories(kModels);
+    if (std::system(fmt::format("/usr/bin/python3 {} {} >{}/export.log 2>&1", kScript, kModels.string(),
+                                kModels.string()).c_str()) != 0)
+      return false;
+    std::ofstream(stamp) << "done\n";
+    return true;
+  }();
+  return ok;
+}
+
+std::vector<float> read_floats(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::vector<float> out(std::filesystem::file_size(file) / sizeof(float));
+  in.read(reinterpret_cast<char*>(out.data()), std::streamsize(out.size() * sizeof(float)));
+  return out;
+}
+
+nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(std::ifstream(file)); }
+
+// |a - b| <= atol + rtol |b| everywhere; returns how many elements are off.
+int mismatches(const std::vector<float>& got, const std::vector<float>& want, double rtol, double atol) {
+  if (got.size() != want.size()) return -1;
+  int off = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool bad = std::abs(got[i] - want[i]) > atol + rtol * std::abs(want[i]);
+    if (bad && off == 0) MESSAGE("element " << i << ": " << got[i] << " (expected " << want[i] << ")");
+    off += bad;
+  }
+  return off;
+}
+
+// Gradients are compared against their tensor's scale: a ReLU input within
+// rounding of 0 may be alive in one framework and dead in the other, which
+// moves a gradient element that should be ~0 by a hair of the tensor's size.
+int scaled_mismatches(const std::vector<float>& got, const std::vector<float>& want, double tolerance) {
+  double scale = 0;
+  for (float w : want) scale = std::max(scale, double(std::abs(w)));
+  return mismatches(got, want, 0, tolerance * scale + 1e-6);
+}
+
+// Initializers that several nodes read: PyTorch's exporter merges equal
+// ones (squeezenet's zero biases become one), whose gradient then sums every
+// reader's, unlike any one PyTorch parameter's.
+std::set<std::string> shared_initializers(const std::filesystem::path& file) {
+  ::onnx::ModelProto model;
+  std::ifstream in(file, std::ios::binary);
+  REQUIRE(model.ParseFromIstream(&in));
+  std::map<std::string, int> readers;
+  for (const auto& node : model.graph().node())
+    for (const auto& name : node.input()) ++readers[name];
+  std::set<std::string> shared;
+  for (const auto& t : model.graph().initializer())
+    if (readers[t.name()] > 1) shared.insert(t.name());
+  return shared;
+}
+
+NDArray input_of(const std::string& name, const ManagerRef& m) {
+  const nlohmann::json meta = read_json(kModels / (name + ".grads.json"));
+  return m.create(read_floats(kModels / (name + ".input.bin")), Shape(meta["shape"].get<std::vector<std::int64_t>>()));
+}
+
+}  // namespace
+
+TEST_CASE("PyTorch's models: outputs and gradients of every initializer match PyTorch's") {
+  if (!exported()) {
+    MESSAGE("skipped: /usr/bin/python3 has no torch and torchvision (tools/bootstrap installs python3-torch)");
+    return;
+  }
+  for (std::string name : {"fashion_mlp", "fashion_cnn", "squeezenet1_1", "resnet18", "mobilenet_v2"}) {
+    INFO(name);
+    onnx::Imported net = onnx::load(kModels / (name + ".onnx"), name);
+    NDManager batch = net.model.manager().new_sub_manager("batch");
+    NDArray x = input_of(name, batch);
+    NDArray y;
+    {
+      GradientCollector collector;
+      y = net.model.block().forward(NDList{x}, false).head();
+      collector.backward(y.square().sum().div(2.0));
+    }
+    CHECK(mismatches(y.to_vector<float>(), read_floats(kModels / (name + ".output.bin")), 1e-3, 1e-4) == 0);
+    const nlohmann::json grads = read_json(kModels / (name + ".grads.json"))["grads"];
+    const std::set<std::string> shared = shared_initializers(kModels / (name + ".onnx"));
+    int compared = 0;
+    for (auto& [pname, p] : net.model.parameters()) {
+      if (!grads.contains(pname) || shared.count(pname)) continue;
+      INFO(pname);
+      CHECK(scaled_mismatches(p->gradient().to_vector<float>(), grads[pname].get<std::vector<float>>(), 1e-3) == 0);
+      ++compared;
+    }
+    // An eval-mode export folds BatchNorm into the convolutions, whose
+    // initializers then carry the exporter's names, and merges equal ones:
+    // the rest are compared.
+    CHECK(compared > 0);
+    MESSAGE(name << ": gradients of " << compared << " of " << grads.size() << " PyTorch parameters compared");
+  }
+}
+
+TEST_CASE("fine-tuning: a trained graph saved and loaded gives the same outputs to the bit, and PyTorch's") {
+  if (!exported()) {
+    MESSAGE("skipped: /usr/bin/python3 has no torch and torchvision");
+    return;
+  }
+  test::TempFolder dir("finetune");
+  onnx::Imported net = onnx::load(kModels / "fashion_cnn.onnx", "cnn");
+  NDManager data = NDManager::new_base_manager("data");
+  NDArray x = input_of("fashion_cnn", data);
+  NDArray labels = data.create<std::int64_t>({1, 7, 3, 9});
+  for (int step = 0; step < 5; ++step) {  // plain SGD
+    NDManager batch = data.new_sub_manager("step");
+    {
+      GradientCollector collector;
+      collector.backward(sparse_softmax_cross_entropy(net.model.block().forward(NDList{x}, true).head(), labels));
+    }
+    for (auto& [name, p] : net.model.block().trainable_parameters()) {
+      NDArray a = p->array();
+      a.sub_(p->gradient().mul(0.05));
+    }
+    autograd::zero_gradients(net.model.block().parameter_arrays());
+  }
+  onnx::save(net, dir / "tuned.onnx");
+  onnx::Imported again = onnx::load(dir / "tuned.onnx", "again");
+  const std::vector<float> before = net.model.block().forward(NDList{x}, false).head().to_vector<float>();
+  CHECK(again.model.block().forward(NDList{x}, false).head().to_vector<float>() == before);
+
+  nlohmann::json values;
+  for (auto& [name, p] : again.model.parameters()) values["parameters"][name] = p->array().to_vector<float>();
+  values["input"] = x.to_vector<float>();
+  const Shape xs = x.shape();
+  values["input_shape"] = std::vector<std::int64_t>(xs.begin(), xs.end());
+  values["output"] = before;
+  std::ofstream(dir / "values.json") << values.dump();
+  CHECK(std::system(fmt::format("/usr/bin/python3 {} --check fashion_cnn {}", kScript,
+                                (dir / "values.json").string()).c_str()) == 0);
+}
+
+}  // namespace ndgc
