@@ -15,6 +15,7 @@ struct CaseResult {
   std::string name;       // "test_abs"
   Outcome outcome;
   std::string reason;     // why refused or failed
+  bool in_scope = true;   // in the scope ndgc aims at: see in_scope() in conformance.cpp
 };
 
 // ONNX's runner's tolerances.
