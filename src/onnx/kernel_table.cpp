@@ -18,6 +18,7 @@ const KernelTable& table() {
     add_nn_kernels(t);
     add_reduce_kernels(t);
     add_loss_kernels(t);
+    add_recurrent_kernels(t);
     return t;
   }();
   return built;

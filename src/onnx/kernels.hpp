@@ -67,6 +67,7 @@ void add_shape_kernels(KernelTable& table);
 void add_nn_kernels(KernelTable& table);
 void add_reduce_kernels(KernelTable& table);
 void add_loss_kernels(KernelTable& table);
+void add_recurrent_kernels(KernelTable& table);
 
 class KernelTable {
  public:

@@ -49,12 +49,6 @@ std::string pow_check(const CheckContext& c) {
   return floats_only(c);
 }
 
-std::string integer_division_check(const CheckContext& c) {
-  for (const auto& t : c.input_dtypes)
-    if (t && !is_floating(*t)) return fmt::format("integer division ({}) is not supported", to_string(*t));
-  return same_numeric(c);
-}
-
 // x where x > 0, alpha (e^x - 1) elsewhere.
 NDArray elu(const NDArray& x, double alpha) { return where(x.gt(0.0), x, x.exp().sub(1.0).mul(alpha)); }
 
@@ -113,7 +107,7 @@ void add_math(KernelTable& t) {
   t.add("Add", {binary<&NDArray::add>, no_boolean});
   t.add("Sub", {binary<&NDArray::sub>, no_boolean});
   t.add("Mul", {binary<&NDArray::mul>, no_boolean});
-  t.add("Div", {binary<&NDArray::div>, integer_division_check});
+  t.add("Div", {binary<&NDArray::div>, no_boolean});  // integers truncate, as C++ and ONNX Runtime
   t.add("Pow", {binary<&NDArray::pow>, pow_check});
   t.add("Max", {fold_inputs<&NDArray::maximum>, no_boolean});
   t.add("Min", {fold_inputs<&NDArray::minimum>, no_boolean});

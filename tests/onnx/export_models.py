@@ -50,6 +50,32 @@ class Mlp(nn.Module):
         return self.net(x)
 
 
+class RecurrentClassifier(nn.Module):
+    """The 28 rows of an image as 28 steps, the last step's state into 10 logits."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(28, 32, batch_first=True)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.fc(y[:, -1])
+
+
+class Transformer(nn.Module):
+    """Two encoder layers over 10 tokens of 32 features, mean-pooled into 10 logits."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc(self.encoder(x).mean(dim=1))
+
+
 def models():
     import torchvision.models as tv
     return {
@@ -58,6 +84,9 @@ def models():
         "resnet18": (lambda: tv.resnet18(num_classes=10), (2, 3, 64, 64)),
         "squeezenet1_1": (lambda: tv.squeezenet1_1(num_classes=10), (2, 3, 64, 64)),
         "mobilenet_v2": (lambda: tv.mobilenet_v2(num_classes=10), (2, 3, 64, 64)),
+        "gru_classifier": (lambda: RecurrentClassifier(nn.GRU), (3, 28, 28)),
+        "lstm_classifier": (lambda: RecurrentClassifier(nn.LSTM), (3, 28, 28)),
+        "transformer": (Transformer, (2, 10, 32)),
     }
 
 

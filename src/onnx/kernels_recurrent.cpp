@@ -1,0 +1,147 @@
+// RNN, GRU and LSTM as ONNX defines them, composed step by step of ndgc's
+// matmul, sigmoid, tanh and element-wise ops, so they record on the tape and
+// run on any device. Per direction, the input projection of every step is
+// one product; each step adds one [B, H] x [H, gates·H] product.
+//
+// Layout 0: X [T, B, I] → Y [T, D, B, H]; layout 1: X [B, T, I] → Y [B, T, D, H].
+// W [D, G·H, I], R [D, G·H, H], B [D, 2·G·H] (input then recurrence biases),
+// initial_h [D, B, H] (layout 1: [B, D, H]), LSTM's initial_c likewise.
+// Gates: RNN one, GRU z, r, h, LSTM i, o, f, c.
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "onnx/kernel_support.hpp"
+
+namespace ndgc::onnx::detail {
+namespace {
+
+enum class Cell { rnn, gru, lstm };
+
+int gates(Cell cell) { return cell == Cell::rnn ? 1 : cell == Cell::gru ? 3 : 4; }
+
+// Columns [k·H, (k+1)·H) of a [B, n·H] array.
+NDArray block(const NDArray& a, std::int64_t k, std::int64_t h) {
+  NDIndex index;
+  index.add_all().add_slice(k * h, (k + 1) * h);
+  return a.get(index);
+}
+
+// Element d of axis 0.
+NDArray pick(const NDArray& a, std::int64_t d) { return a.get(NDIndex().add_index(d)); }
+
+struct Direction {
+  NDArray w, r, wb, rb;  // [G·H, I], [G·H, H], [G·H] each (biases may be empty)
+  NDArray h, c;          // [B, H]
+};
+
+// One step of `cell`: x_proj [B, G·H] is x_t W^T + Wb. Updates d.h (and d.c).
+void step(Cell cell, Direction& d, const NDArray& x_proj, std::int64_t hidden, bool linear_before_reset) {
+  const NDArray rt = d.r.transpose();
+  if (cell == Cell::rnn) {
+    NDArray pre = x_proj.add(d.h.matmul(rt));
+    if (d.rb.defined()) pre = pre.add(d.rb);
+    d.h = pre.tanh();
+    return;
+  }
+  if (cell == Cell::lstm) {
+    NDArray g = x_proj.add(d.h.matmul(rt));
+    if (d.rb.defined()) g = g.add(d.rb);
+    const NDArray i = block(g, 0, hidden).sigmoid(), o = block(g, 1, hidden).sigmoid();
+    const NDArray f = block(g, 2, hidden).sigmoid(), candidate = block(g, 3, hidden).tanh();
+    d.c = f.mul(d.c).add(i.mul(candidate));
+    d.h = o.mul(d.c.tanh());
+    return;
+  }
+  // GRU: z and r from both products; the candidate per linear_before_reset.
+  const NDArray r_h = block(rt, 2, hidden);  // the candidate's rows of R, transposed: [H, H]
+  NDArray hr = d.h.matmul(rt);  // [B, 3H]
+  if (d.rb.defined()) hr = hr.add(d.rb);
+  // 1 - z as sigmoid(-a): where z rounds to 1, 1 - z would be 0 and lose the ~1e-7 that the state keeps.
+  const NDArray z_pre = block(x_proj, 0, hidden).add(block(hr, 0, hidden));
+  const NDArray z = z_pre.sigmoid(), keep = z_pre.neg().sigmoid();
+  const NDArray reset = block(x_proj, 1, hidden).add(block(hr, 1, hidden)).sigmoid();
+  NDArray candidate;
+  if (linear_before_reset) {
+    candidate = block(x_proj, 2, hidden).add(reset.mul(block(hr, 2, hidden))).tanh();
+  } else {
+    NDArray rh = reset.mul(d.h).matmul(r_h);
+    if (d.rb.defined()) rh = rh.add(block(d.rb.reshape(Shape{1, -1}), 2, hidden));
+    candidate = block(x_proj, 2, hidden).add(rh).tanh();
+  }
+  d.h = keep.mul(candidate).add(z.mul(d.h));
+}
+
+template <Cell C>
+void run_recurrent(RunContext& c) {
+  const bool batch_first = c.node.i("layout", 0) != 0;
+  NDArray x = batch_first ? c.in(0).swap_axes(0, 1) : c.in(0);  // [T, B, I]
+  const NDArray& w = c.in(1);
+  const NDArray& r = c.in(2);
+  const std::int64_t dirs = w.shape()[0], hidden = r.shape()[2], steps = x.shape()[0], batch = x.shape()[1];
+  const std::int64_t g = gates(C) * hidden;
+  const std::string direction = c.node.s("direction", "forward");
+  if (c.node.i("hidden_size", hidden) != hidden || r.shape()[1] != g || w.shape()[1] != g)
+    throw ShapeMismatch(fmt::format("onnx: {}: W {} and R {} do not hold {} gates of hidden_size {}", c.node.label(),
+                                    w.shape().to_string(), r.shape().to_string(), gates(C), hidden));
+  const bool linear_before_reset = c.node.i("linear_before_reset", 0) != 0;
+  NDList ys, hs, cs;
+  for (std::int64_t k = 0; k < dirs; ++k) {
+    Direction d;
+    d.w = pick(w, k), d.r = pick(r, k);
+    if (c.has(3)) {
+      NDArray b = pick(c.in(3), k).reshape(Shape{1, 2 * g});
+      d.wb = block(b, 0, g), d.rb = block(b, 1, g);
+    }
+    auto state = [&](std::size_t input) {
+      if (!c.has(input)) return c.manager.zeros(Shape{batch, hidden}, x.dtype());
+      return batch_first ? pick(c.in(input).swap_axes(0, 1), k) : pick(c.in(input), k);
+    };
+    d.h = state(5);
+    if (C == Cell::lstm) d.c = state(6);
+    NDArray proj = x.matmul(d.w.transpose());  // [T, B, G·H]
+    if (d.wb.defined()) proj = proj.add(d.wb);
+    const bool reverse = direction == "reverse" || (direction == "bidirectional" && k == 1);
+    std::vector<NDArray> out(static_cast<std::size_t>(steps));
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const std::int64_t t = reverse ? steps - 1 - s : s;
+      step(C, d, pick(proj, t), hidden, linear_before_reset);
+      out[std::size_t(t)] = d.h;
+    }
+    ys.push_back(stack(NDList(out), 0));  // [T, B, H]
+    hs.push_back(d.h);
+    if (C == Cell::lstm) cs.push_back(d.c);
+  }
+  NDArray y = stack(ys, 1);  // [T, D, B, H]
+  NDArray h = stack(hs, 0), cell = C == Cell::lstm ? stack(cs, 0) : NDArray{};
+  if (batch_first) {
+    y = y.permute({2, 0, 1, 3});  // [B, T, D, H]
+    h = h.swap_axes(0, 1);
+    if (cell.defined()) cell = cell.swap_axes(0, 1);
+  }
+  c.outputs.push_back(y);
+  c.outputs.push_back(h);
+  if (C == Cell::lstm) c.outputs.push_back(cell);
+}
+
+std::string recurrent_check(const CheckContext& c) {
+  if (std::string why = floats_only(c); !why.empty()) return why;
+  if (c.node.input_given(4)) return "sequence_lens is not supported (every sequence runs the full length)";
+  if (c.node.input_given(7)) return "peepholes (input P) are not supported";
+  if (c.node.has("activations")) return "activations other than the defaults are not supported";
+  if (c.node.has("clip")) return "clip is not supported";
+  if (c.node.i("input_forget", 0) != 0) return "input_forget is not supported";
+  const std::string direction = c.node.s("direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    return fmt::format("direction '{}' is not an ONNX value", direction);
+  return "";
+}
+
+}  // namespace
+
+void add_recurrent_kernels(KernelTable& t) {
+  t.add("RNN", {run_recurrent<Cell::rnn>, recurrent_check, 2});
+  t.add("GRU", {run_recurrent<Cell::gru>, recurrent_check, 2});
+  t.add("LSTM", {run_recurrent<Cell::lstm>, recurrent_check, 3});
+}
+
+}  // namespace ndgc::onnx::detail
