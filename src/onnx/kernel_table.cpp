@@ -19,6 +19,7 @@ const KernelTable& table() {
     add_reduce_kernels(t);
     add_loss_kernels(t);
     add_recurrent_kernels(t);
+    add_more_kernels(t);
     return t;
   }();
   return built;

@@ -1,0 +1,214 @@
+// Kernels composed of a few ndgc ops each: Sign, IsNaN, IsInf, Shrink,
+// Hardmax, OneHot, EyeLike, CumSum, GatherElements, InstanceNormalization,
+// DepthToSpace and SpaceToDepth.
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "onnx/kernel_support.hpp"
+#include "onnx/tensors.hpp"
+
+namespace ndgc::onnx::detail {
+namespace {
+
+// Moves axis `from` of x to position `to` (a permutation view).
+NDArray move_axis(const NDArray& x, int from, int to) {
+  std::vector<int> order;
+  for (int k = 0; k < x.rank(); ++k)
+    if (k != from) order.push_back(k);
+  order.insert(order.begin() + to, from);
+  return x.permute(order);
+}
+
+// A host-made array of `dtype` in the run's manager.
+NDArray host_array(const RunContext& c, const std::vector<double>& values, const Shape& shape, DataType dtype) {
+  NDArray a = c.manager.create<double>(values, shape);
+  return dtype == DataType::float64 ? a : a.to_type(dtype);
+}
+
+void run_sign(RunContext& c) {
+  const NDArray& x = c.in(0);
+  c.outputs.push_back(x.gt(0.0).to_type(x.dtype()).sub(x.lt(0.0).to_type(x.dtype())));
+}
+
+void run_is_inf(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const double inf = std::numeric_limits<double>::infinity();
+  const bool pos = c.node.i("detect_positive", 1) != 0, neg = c.node.i("detect_negative", 1) != 0;
+  NDArray p = pos ? x.eq(inf) : x.gt(inf);  // x > inf: false everywhere, NaN included
+  NDArray n = neg ? x.eq(-inf) : x.gt(inf);
+  c.outputs.push_back(where(p, p, n));
+}
+
+void run_shrink(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const double lambd = c.node.f("lambd", 0.5f), bias = c.node.f("bias", 0.0f);
+  const NDArray zero = c.manager.zeros(Shape{}, x.dtype());
+  c.outputs.push_back(where(x.lt(-lambd), x.add(bias), where(x.gt(lambd), x.sub(bias), zero)));
+}
+
+// 1 at the first maximum along the axis, 0 elsewhere (opset < 13: of the input flattened at axis).
+void run_hardmax(RunContext& c) {
+  const NDArray& x = c.in(0);
+  if (c.opset < 13) {
+    const int axis = axis_in(c.node.i("axis", 1), x.rank(), c.node);
+    std::int64_t outer = 1;
+    for (int k = 0; k < axis; ++k) outer *= x.shape()[k];
+    NDArray flat = x.reshape(Shape{outer, -1});
+    c.outputs.push_back(flat.argmax(1).one_hot(flat.shape()[1], x.dtype()).reshape(x.shape()));
+    return;
+  }
+  const int axis = axis_in(c.node.i("axis", -1), x.rank(), c.node);
+  NDArray hot = x.argmax(axis).one_hot(x.shape()[axis], x.dtype());  // the classes last
+  c.outputs.push_back(move_axis(hot, x.rank() - 1, axis));
+}
+
+void run_one_hot(RunContext& c) {
+  const NDArray& indices = c.in(0);
+  const auto depth = static_cast<std::int64_t>(read_scalar(c.in(1)));
+  const NDArray& values = c.in(2);  // [off, on]
+  const int axis = axis_in(c.node.i("axis", -1), indices.rank() + 1, c.node);
+  NDArray i = indices.to_type(DataType::int64);
+  i = where(i.lt(0.0), i.add(double(depth)), i);
+  const NDArray off = values.get(NDIndex().add_index(0)), on = values.get(NDIndex().add_index(1));
+  NDArray hot = i.one_hot(depth, values.dtype());
+  hot = move_axis(hot, hot.rank() - 1, axis);
+  c.outputs.push_back(hot.mul(on.sub(off)).add(off));
+}
+
+void run_eye_like(RunContext& c) {
+  const NDArray& x = c.in(0);
+  if (x.rank() != 2) throw InvalidArgument(fmt::format("onnx: {}: the input has rank {}, not 2", c.node.label(), x.rank()));
+  const std::int64_t rows = x.shape()[0], cols = x.shape()[1], k = c.node.i("k", 0);
+  std::vector<double> v(static_cast<std::size_t>(rows * cols), 0.0);
+  for (std::int64_t r = 0; r < rows; ++r)
+    if (r + k >= 0 && r + k < cols) v[std::size_t(r * cols + r + k)] = 1.0;
+  const DataType dtype = c.node.has("dtype") ? *dtype_of_elem(static_cast<std::int32_t>(c.node.i("dtype", 1))) : x.dtype();
+  c.outputs.push_back(host_array(c, v, x.shape(), dtype));
+}
+
+std::string eye_like_check(const CheckContext& c) {
+  if (c.node.has("dtype") && !dtype_of_elem(static_cast<std::int32_t>(c.node.i("dtype", 1))))
+    return fmt::format("dtype {} has no ndgc dtype", elem_name(static_cast<std::int32_t>(c.node.i("dtype", 1))));
+  return "";
+}
+
+// Along the axis, a product with a triangle of ones: y_j = Σ x_i over i ≤ j
+// (i < j exclusive; i ≥ j, i > j reversed).
+void run_cumsum(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const int axis = axis_in(read_ints(c.in(1)).at(0), x.rank(), c.node);
+  const std::int64_t n = x.shape()[axis];
+  const bool exclusive = c.node.i("exclusive", 0) != 0, reverse = c.node.i("reverse", 0) != 0;
+  std::vector<double> t(static_cast<std::size_t>(n * n), 0.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const bool in = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+      t[std::size_t(i * n + j)] = in ? 1.0 : 0.0;
+    }
+  NDArray last = move_axis(x, axis, x.rank() - 1);
+  NDArray y = last.matmul(host_array(c, t, Shape{n, n}, x.dtype()));
+  c.outputs.push_back(move_axis(y, x.rank() - 1, axis));
+}
+
+// out[..., j, ...] = data[..., indices[..., j, ...], ...] along the axis.
+// Floating data: a one-hot product (it has a gradient); other data on the host.
+void run_gather_elements(RunContext& c) {
+  const NDArray& data = c.in(0);
+  const int axis = axis_in(c.node.i("axis", 0), data.rank(), c.node);
+  const Shape ds = data.shape(), is = c.in(1).shape();
+  if (is.rank() != ds.rank())
+    throw ShapeMismatch(fmt::format("onnx: {}: indices {} and data {} differ in rank", c.node.label(), is.to_string(),
+                                    ds.to_string()));
+  const std::int64_t n = ds[axis];
+  std::vector<std::int64_t> idx = read_ints(c.in(1));
+  for (std::int64_t& i : idx) {
+    if (i < -n || i >= n)
+      throw InvalidArgument(fmt::format("onnx: {}: index {} is out of range for axis {} of length {}", c.node.label(), i,
+                                        axis, n));
+    if (i < 0) i += n;
+  }
+  NDIndex extent;  // data cut to the indices' extent on every other axis
+  for (int k = 0; k < ds.rank(); ++k) {
+    if (k != axis && is[k] > ds[k])
+      throw ShapeMismatch(fmt::format("onnx: {}: indices {} exceed data {} on axis {}", c.node.label(), is.to_string(),
+                                      ds.to_string(), k));
+    if (k == axis) extent.add_all();
+    else extent.add_slice(0, is[k]);
+  }
+  const NDArray cut = data.get(extent);
+  if (is_floating(data.dtype())) {
+    NDArray hot = make_ints(c, idx, is).one_hot(n, data.dtype());                // is + [n]
+    NDArray table = move_axis(cut, axis, data.rank() - 1).expand_dims(data.rank() - 1);  // others + [1, n]
+    NDArray picked = move_axis(hot, axis, data.rank() - 1).mul(table).sum({-1});  // others + [m]
+    c.outputs.push_back(move_axis(picked, data.rank() - 1, axis));
+    return;
+  }
+  const std::vector<std::int64_t> values = read_ints(cut.contiguous());
+  const Shape cs = cut.shape();
+  std::vector<std::int64_t> out(idx.size());
+  std::vector<std::int64_t> at(std::size_t(is.rank()), 0);
+  for (std::size_t e = 0; e < idx.size(); ++e) {
+    std::int64_t offset = 0;
+    for (int k = 0; k < is.rank(); ++k) offset = offset * cs[k] + (k == axis ? idx[e] : at[std::size_t(k)]);
+    out[e] = values[std::size_t(offset)];
+    for (int k = is.rank() - 1; k >= 0 && ++at[std::size_t(k)] == is[k]; --k) at[std::size_t(k)] = 0;
+  }
+  NDArray r = make_ints(c, out, is);
+  c.outputs.push_back(data.dtype() == DataType::int64 ? r : r.to_type(data.dtype()));
+}
+
+void run_instance_norm(RunContext& c) {
+  const NDArray& x = c.in(0);
+  std::vector<int> axes;
+  for (int k = 2; k < x.rank(); ++k) axes.push_back(k);
+  Shape per_channel(std::vector<std::int64_t>(std::size_t(x.rank()), 1));
+  per_channel[1] = x.shape()[1];
+  const NDArray mean = x.mean(axes, true), centred = x.sub(mean);
+  const NDArray var = centred.mul(centred).mean(axes, true);
+  NDArray y = centred.div(var.add(double(c.node.f("epsilon", 1e-5f))).sqrt());
+  c.outputs.push_back(y.mul(c.in(1).reshape(per_channel)).add(c.in(2).reshape(per_channel)));
+}
+
+void run_depth_to_space(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const std::int64_t b = c.node.i("blocksize", 1);
+  if (x.rank() != 4 || x.shape()[1] % (b * b) != 0)
+    throw ShapeMismatch(fmt::format("onnx: {}: {} does not hold blocks of {}x{}", c.node.label(), x.shape().to_string(), b, b));
+  const std::int64_t n = x.shape()[0], ch = x.shape()[1] / (b * b), h = x.shape()[2], w = x.shape()[3];
+  const bool crd = c.node.s("mode", "DCR") == "CRD";
+  NDArray y = crd ? x.reshape(Shape{n, ch, b, b, h, w}).permute({0, 1, 4, 2, 5, 3})
+                  : x.reshape(Shape{n, b, b, ch, h, w}).permute({0, 3, 4, 1, 5, 2});
+  c.outputs.push_back(y.reshape(Shape{n, ch, h * b, w * b}));
+}
+
+void run_space_to_depth(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const std::int64_t b = c.node.i("blocksize", 1);
+  if (x.rank() != 4 || x.shape()[2] % b != 0 || x.shape()[3] % b != 0)
+    throw ShapeMismatch(fmt::format("onnx: {}: {} does not split into blocks of {}x{}", c.node.label(), x.shape().to_string(), b, b));
+  const std::int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2] / b, w = x.shape()[3] / b;
+  NDArray y = x.reshape(Shape{n, ch, h, b, w, b}).permute({0, 3, 5, 1, 2, 4});
+  c.outputs.push_back(y.reshape(Shape{n, ch * b * b, h, w}));
+}
+
+}  // namespace
+
+void add_more_kernels(KernelTable& t) {
+  t.add("Sign", {run_sign, numeric_data});
+  t.add("IsNaN", {[](RunContext& c) { c.outputs.push_back(c.in(0).ne(c.in(0))); }, floats_only});
+  t.add("IsInf", {run_is_inf, floats_only});
+  t.add("Shrink", {run_shrink, numeric_data});
+  t.add("Hardmax", {run_hardmax, floats_only});
+  t.add("OneHot", {run_one_hot});
+  t.add("EyeLike", {run_eye_like, eye_like_check});
+  t.add("CumSum", {run_cumsum, floats_only});
+  t.add("GatherElements", {run_gather_elements});
+  t.add("InstanceNormalization", {run_instance_norm, floats_only});
+  t.add("DepthToSpace", {run_depth_to_space});
+  t.add("SpaceToDepth", {run_space_to_depth});
+}
+
+}  // namespace ndgc::onnx::detail
