@@ -18,8 +18,13 @@
 // wrong method, 413 a body over the limit, 503 with Retry-After when the
 // queue is full or the server is shutting down.
 //
-// A model takes one FP32 input "input" [-1, inputs] and gives one FP32
-// output "output" [-1, outputs]. The server never runs a forward pass on an
+// A model takes named tensors and gives named tensors, each with a dtype and
+// a batch axis first: add_model(name, model, inputs, outputs) with their
+// TensorInfo, or add_model(name, model, n, m) for ndgc's model files (one
+// FP32 input "input" [-1, n], one FP32 output "output" [-1, m]). A request
+// gives every input, with the same rows; the response gives every output, or
+// those it asks for. KServe datatypes: FP32, FP64, INT32, INT64, UINT8 and
+// BOOL, as ndgc's dtypes. The server never runs a forward pass on an
 // I/O thread: requests go through a bounded queue to a dynamic batcher and
 // `workers` inference threads; each batch runs in a context manager under
 // the model's, closed once its responses are handed over (see Note [A
@@ -33,10 +38,19 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ndgc/model.hpp"
 
 namespace ndgc::serving {
+
+// A tensor a served model takes or gives: its name, dtype and the shape of
+// one row (the dimensions after the batch axis, which requests choose).
+struct TensorInfo {
+  std::string name;
+  DataType dtype = DataType::float32;
+  std::vector<std::int64_t> row_shape;
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -73,7 +87,12 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // A model served as NAME. InvalidArgument after start() or for a name used twice.
+  // A model served as NAME. InvalidArgument after start(), for a name used
+  // twice, for no inputs or outputs, a negative dimension or two tensors of
+  // one name.
+  void add_model(const std::string& name, Model& model, std::vector<TensorInfo> inputs,
+                 std::vector<TensorInfo> outputs);
+  // One FP32 input "input" [-1, inputs], one FP32 output "output" [-1, outputs].
   void add_model(const std::string& name, Model& model, std::int64_t inputs, std::int64_t outputs);
   // Binds and starts the threads; returns the port (the one chosen for port 0).
   unsigned short start();

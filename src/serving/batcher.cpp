@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "ndgc/autograd.hpp"
+#include "ndgc/error.hpp"
+#include "ndgc/ndlist.hpp"
 #include "ndgc/ndarray.hpp"
 #include "ndgc/workspace.hpp"
 
@@ -126,6 +128,37 @@ void Batcher::work(int index) {
   }
 }
 
+namespace {
+
+// `rows` rows of `t` from their raw bytes, as an array in `manager`.
+NDArray tensor_of(const ManagerRef& manager, const TensorInfo& t, const std::string& bytes, std::int64_t rows) {
+  Shape shape{rows};
+  for (std::int64_t d : t.row_shape) shape.push_back(d);
+  return manager.create_raw(bytes.data(), t.dtype, std::size_t(rows * row_elements(t)), shape);
+}
+
+}  // namespace
+
+// The forward pass's outputs as raw bytes, checked against the spec: a model
+// that gives other dtypes or shapes than it declared is an inference error.
+std::vector<std::string> Batcher::outputs_of(const NDList& ys, std::int64_t rows) const {
+  if (ys.size() != spec_.outputs.size())
+    throw InvalidArgument(fmt::format("the model gave {} outputs, it declares {}", ys.size(), spec_.outputs.size()));
+  std::vector<std::string> out(ys.size());
+  for (std::size_t k = 0; k < ys.size(); ++k) {
+    const TensorInfo& t = spec_.outputs[k];
+    Shape want{rows};
+    for (std::int64_t d : t.row_shape) want.push_back(d);
+    if (ys[k].dtype() != t.dtype || !(ys[k].shape() == want))
+      throw InvalidArgument(fmt::format("output '{}' is {} {}, the model declares {} {}", t.name,
+                                        to_string(ys[k].dtype()), ys[k].shape().to_string(), to_string(t.dtype),
+                                        want.to_string()));
+    out[k].resize(ys[k].nbytes());
+    ys[k].copy_to(out[k].data(), t.dtype, std::size_t(ys[k].size()));
+  }
+  return out;
+}
+
 void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
   const auto start = std::chrono::steady_clock::now();
   for (const Job& job : batch) metrics_.queue_seconds.observe(seconds(start - job.arrived));
@@ -141,18 +174,21 @@ void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
         ws.emplace(workspace::activate(config, index < 0 ? fmt::format("serve-{}-inline", name_)
                                                         : fmt::format("serve-{}-worker{}", name_, index)));
       }
-      std::vector<float> input;
-      input.reserve(std::size_t(rows * spec_.inputs));
-      for (const Job& job : batch) {
-        input.insert(input.end(), job.request.data.begin(), job.request.data.end());
-        if (options_.leak_translator)  // the demo leak: see Note [A batch's memory]
-          (void)model_.manager().create(job.request.data, Shape{job.request.rows, spec_.inputs});
+      if (options_.leak_translator)  // the demo leak: see Note [A batch's memory]
+        for (const Job& job : batch) (void)tensor_of(model_.manager(), spec_.inputs[0], job.request.data[0], job.request.rows);
+      NDList xs;
+      for (std::size_t k = 0; k < spec_.inputs.size(); ++k) {
+        std::string rows_of_all;
+        for (const Job& job : batch) rows_of_all += job.request.data[k];
+        xs.push_back(tensor_of(context, spec_.inputs[k], rows_of_all, rows));
       }
-      NDArray x = context.create(input, Shape{rows, spec_.inputs});
-      const std::vector<float> y = model_.block().forward(NDList{x}, /*training=*/false).head().to_vector<float>();
+      const std::vector<std::string> ys = outputs_of(model_.block().forward(xs, /*training=*/false), rows);
       std::int64_t row = 0;
+      std::vector<const char*> at(spec_.outputs.size());
       for (const Job& job : batch) {
-        answers.emplace_back(200, encode_infer_response(name_, job.request, spec_, y.data() + row * spec_.outputs));
+        for (std::size_t k = 0; k < at.size(); ++k)
+          at[k] = ys[k].data() + row * row_elements(spec_.outputs[k]) * std::int64_t(size_of(spec_.outputs[k].dtype));
+        answers.emplace_back(200, encode_infer_response(name_, job.request, spec_, at));
         row += job.request.rows;
       }
     } catch (const std::exception& e) {

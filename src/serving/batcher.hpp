@@ -86,6 +86,7 @@ class Batcher {
   void work(int index);
   // Runs a batch; index: the worker's, or -1 on a submitting thread (Note [Inline batches]).
   void run(std::vector<Job>& batch, std::int64_t rows, int index);
+  std::vector<std::string> outputs_of(const NDList& ys, std::int64_t rows) const;
   // A batch is done: one more may start.
   void finished();
 

@@ -50,6 +50,35 @@ Response error_response(unsigned status, const std::string& message) {
   return make_response(status, error_body(message));
 }
 
+// [{"name", "datatype", "shape": [-1, ...]}, ...]'s elements: the batch axis is -1.
+std::string tensors_metadata(const std::vector<TensorInfo>& tensors) {
+  std::string out;
+  for (const TensorInfo& t : tensors) {
+    std::string shape = "-1";
+    for (std::int64_t d : t.row_shape) shape += "," + std::to_string(d);
+    out += fmt::format(R"({}{{"name":{},"datatype":"{}","shape":[{}]}})", out.empty() ? "" : ",", json_string(t.name),
+                       kserve_datatype(t.dtype), shape);
+  }
+  return out;
+}
+
+void check_tensors(const std::string& model, const std::vector<TensorInfo>& tensors, const char* what) {
+  if (tensors.empty()) throw InvalidArgument(fmt::format("Server::add_model('{}'): no {}s", model, what));
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    for (std::int64_t d : tensors[k].row_shape)
+      if (d < 0)
+        throw InvalidArgument(fmt::format("Server::add_model('{}'): {} '{}' has a dimension {} after the batch axis; "
+                                          "each must be fixed",
+                                          model, what, tensors[k].name, d));
+    if (tensors[k].row_shape.size() + 1 > std::size_t(kMaxRank))
+      throw InvalidArgument(fmt::format("Server::add_model('{}'): {} '{}' has more than {} dimensions", model, what,
+                                        tensors[k].name, kMaxRank));
+    for (std::size_t j = 0; j < k; ++j)
+      if (tensors[j].name == tensors[k].name)
+        throw InvalidArgument(fmt::format("Server::add_model('{}'): two {}s named '{}'", model, what, tensors[k].name));
+  }
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -101,9 +130,8 @@ struct Server::Impl {
       if (it == models.end()) return answer(reply, metrics, "", error_response(404, fmt::format("unknown model '{}'", name)));
       const TensorSpec& s = it->second.spec;
       answer(reply, metrics, name,
-             make_response(200, fmt::format(R"({{"name":{},"versions":["1"],"platform":"ndgc","inputs":[{{"name":{},"datatype":"FP32","shape":[-1,{}]}}],"outputs":[{{"name":{},"datatype":"FP32","shape":[-1,{}]}}]}})",
-                                            json_string(name), json_string(s.input_name), s.inputs,
-                                            json_string(s.output_name), s.outputs)));
+             make_response(200, fmt::format(R"({{"name":{},"versions":["1"],"platform":"ndgc","inputs":[{}],"outputs":[{}]}})",
+                                            json_string(name), tensors_metadata(s.inputs), tensors_metadata(s.outputs))));
     });
     router.add(http::verb::post, "/v2/models/{name}/infer",
                [this](Request&& request, const Captures& c, Reply reply) { infer(std::move(request), c.at("name"), std::move(reply)); });
@@ -253,12 +281,18 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 Server::~Server() { impl_->stop(std::chrono::milliseconds(0)); }
 
 void Server::add_model(const std::string& name, Model& model, std::int64_t inputs, std::int64_t outputs) {
+  if (inputs < 1 || outputs < 1) throw InvalidArgument(fmt::format("Server::add_model('{}'): sizes must be positive", name));
+  const TensorSpec spec = TensorSpec::flat(inputs, outputs);
+  add_model(name, model, spec.inputs, spec.outputs);
+}
+
+void Server::add_model(const std::string& name, Model& model, std::vector<TensorInfo> inputs,
+                       std::vector<TensorInfo> outputs) {
   if (impl_->http) throw InvalidArgument(fmt::format("Server::add_model('{}'): the server has started", name));
   if (impl_->models.count(name)) throw InvalidArgument(fmt::format("Server::add_model: model '{}' twice", name));
-  if (inputs < 1 || outputs < 1) throw InvalidArgument(fmt::format("Server::add_model('{}'): sizes must be positive", name));
-  TensorSpec spec;
-  spec.inputs = inputs;
-  spec.outputs = outputs;
+  check_tensors(name, inputs, "input");
+  check_tensors(name, outputs, "output");
+  const TensorSpec spec{std::move(inputs), std::move(outputs)};
   ModelMetrics& m = impl_->metrics.add_model(name, impl_->options.max_batch_size, model.manager().device());
   impl_->models.emplace(name, Impl::Served{&model, spec, &m, nullptr});
 }

@@ -26,7 +26,8 @@ struct Answer {
 Job job_for(Answer& a, float value) {
   Job j;
   j.request.rows = 1;
-  j.request.data = {value, 0, 0, 0};
+  const float row[4] = {value, 0, 0, 0};
+  j.request.data = {std::string(reinterpret_cast<const char*>(row), sizeof row)};
   j.arrived = std::chrono::steady_clock::now();
   j.done = [&a](unsigned status, EncodedResponse) {
     a.status = status;
@@ -35,7 +36,7 @@ Job job_for(Answer& a, float value) {
   return j;
 }
 
-const TensorSpec kSpec{.inputs = 4, .outputs = 4};
+const TensorSpec kSpec = TensorSpec::flat(4, 4);
 
 }  // namespace
 

@@ -9,11 +9,19 @@
 namespace ndgc::serving {
 namespace {
 
-TensorSpec spec4() {
-  TensorSpec s;
-  s.inputs = 4;
-  s.outputs = 3;
-  return s;
+TensorSpec spec4() { return TensorSpec::flat(4, 3); }
+
+std::vector<float> floats(const std::string& bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+template <class T>
+std::string bytes_of(std::initializer_list<T> values) {
+  std::string out;
+  for (T v : values) out.append(reinterpret_cast<const char*>(&v), sizeof v);
+  return out;
 }
 
 void rejects(const std::string& body, const char* message) {
@@ -36,12 +44,12 @@ TEST_CASE("KServe's example request, nested and flat, decodes row-major") {
       spec4());
   CHECK(nested.id == std::optional<std::string>("42"));
   CHECK(nested.rows == 2);
-  CHECK(nested.data == std::vector<float>{6.8f, 2.8f, 4.8f, 1.4f, 6.0f, 3.4f, 4.5f, 1.6f});
+  CHECK(floats(nested.data.at(0)) == std::vector<float>{6.8f, 2.8f, 4.8f, 1.4f, 6.0f, 3.4f, 4.5f, 1.6f});
   const InferRequest flat = decode_infer_request(
       R"({"inputs":[{"name":"input","shape":[2,4],"datatype":"FP32","data":[6.8,2.8,4.8,1.4,6,3,4,1]}],"outputs":[{"name":"output"}]})",
       spec4());
   CHECK(!flat.id);
-  CHECK(flat.data.size() == 8);
+  CHECK(floats(flat.data.at(0)).size() == 8);
 }
 
 TEST_CASE("each bad request is a 400 naming the problem") {
@@ -65,7 +73,7 @@ TEST_CASE("responses and errors are valid JSON with escaped text") {
   InferRequest request;
   request.id = "a\"b";
   request.rows = 2;
-  CHECK(encode_infer_response("m", request, spec4(), y).body ==
+  CHECK(encode_infer_response("m", request, spec4(), {reinterpret_cast<const char*>(y)}).body ==
         R"({"id":"a\"b","model_name":"m","model_version":"1","outputs":[{"name":"output","datatype":"FP32","shape":[2,3],"data":[1.5,-2,0,0.25,0.001,3]}]})");
   CHECK(error_body("bad \"x\"\n") == R"({"error":"bad \"x\"\n"})");
 }
@@ -77,10 +85,10 @@ TEST_CASE("Triton's binary tensor extension: binary input after the JSON, binary
   const std::string body = json + std::string(reinterpret_cast<const char*>(x), sizeof x);
   const InferRequest r = decode_infer_request(body, spec4(), json.size());
   CHECK(r.rows == 2);
-  CHECK(r.data == std::vector<float>(x, x + 8));
+  CHECK(floats(r.data.at(0)) == std::vector<float>(x, x + 8));
   CHECK(r.binary_output);
   const float y[6] = {1, 2, 3, 4, 5, 6};
-  const EncodedResponse out = encode_infer_response("m", r, spec4(), y);
+  const EncodedResponse out = encode_infer_response("m", r, spec4(), {reinterpret_cast<const char*>(y)});
   REQUIRE(out.json_length > 0);
   CHECK(out.body.substr(0, out.json_length) ==
         R"({"model_name":"m","model_version":"1","outputs":[{"name":"output","datatype":"FP32","shape":[2,3],"parameters":{"binary_data_size":24}}]})");
@@ -99,6 +107,59 @@ TEST_CASE("Triton's binary tensor extension: binary input after the JSON, binary
   rejects_binary(body.substr(0, body.size() - 4), json.size(), "28 bytes follow the JSON");
   rejects_binary(json, json.size(), "0 bytes follow the JSON");
   CHECK_THROWS_AS(decode_infer_request(json, spec4()), HttpError);  // binary_data_size without the header
+}
+
+TEST_CASE("several inputs and outputs of several datatypes, in JSON and binary, in any order") {
+  TensorSpec spec;
+  spec.inputs = {{"pixels", DataType::float32, {2}}, {"ids", DataType::int64, {}}, {"mask", DataType::boolean, {3}}};
+  spec.outputs = {{"scores", DataType::float64, {2}}, {"labels", DataType::int32, {}}};
+  const InferRequest r = decode_infer_request(
+      R"({"inputs":[{"name":"ids","shape":[2],"datatype":"INT64","data":[7,-9007199254740993]},)"
+      R"({"name":"mask","shape":[2,3],"datatype":"BOOL","data":[[true,false,true],[0,1,0]]},)"
+      R"({"name":"pixels","shape":[2,2],"datatype":"FP32","data":[0.5,1,2,3]}],"outputs":[{"name":"labels"}]})",
+      spec);
+  CHECK(r.rows == 2);
+  CHECK(r.data.at(0) == bytes_of<float>({0.5f, 1, 2, 3}));
+  CHECK(r.data.at(1) == bytes_of<std::int64_t>({7, -9007199254740993}));  // exact past 2^53
+  CHECK(r.data.at(2) == bytes_of<std::uint8_t>({1, 0, 1, 0, 1, 0}));
+  CHECK(r.wanted == std::vector<bool>{false, true});
+  const std::string scores = bytes_of<double>({0.25, 0.75, 1, 0}), labels = bytes_of<std::int32_t>({1, 0});
+  CHECK(encode_infer_response("m", r, spec, {scores.data(), labels.data()}).body ==
+        R"({"model_name":"m","model_version":"1","outputs":[{"name":"labels","datatype":"INT32","shape":[2],"data":[1,0]}]})");
+
+  // Binary: the bytes follow the JSON in the order of the inputs that have binary_data_size.
+  const std::string json =
+      R"({"inputs":[{"name":"mask","shape":[1,3],"datatype":"BOOL","parameters":{"binary_data_size":3}},)"
+      R"({"name":"pixels","shape":[1,2],"datatype":"FP32","parameters":{"binary_data_size":8}},)"
+      R"({"name":"ids","shape":[1],"datatype":"INT64","data":[5]}],"parameters":{"binary_data_output":true}})";
+  const std::string body = json + bytes_of<std::uint8_t>({0, 1, 1}) + bytes_of<float>({4, 5});
+  const InferRequest b = decode_infer_request(body, spec, json.size());
+  CHECK(b.data.at(0) == bytes_of<float>({4, 5}));
+  CHECK(b.data.at(2) == bytes_of<std::uint8_t>({0, 1, 1}));
+  const std::string one_score = bytes_of<double>({1, 2}), one_label = bytes_of<std::int32_t>({3});
+  const EncodedResponse out = encode_infer_response("m", b, spec, {one_score.data(), one_label.data()});
+  CHECK(out.body.substr(out.json_length) == one_score + one_label);
+
+  auto rejects_spec = [&](const std::string& text, const char* message) {
+    try {
+      decode_infer_request(text, spec);
+      FAIL("accepted");
+    } catch (const HttpError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(message) != std::string::npos, e.what());
+    }
+  };
+  const std::string ids = R"({"name":"ids","shape":[1],"datatype":"INT64","data":[1]})";
+  const std::string mask = R"({"name":"mask","shape":[1,3],"datatype":"BOOL","data":[1,1,1]})";
+  const std::string pixels = R"({"name":"pixels","shape":[1,2],"datatype":"FP32","data":[1,1]})";
+  rejects_spec(R"({"inputs":[)" + ids + "," + mask + "]}", "exactly 3 tensor(s)");
+  rejects_spec(R"({"inputs":[)" + ids + "," + ids + "," + mask + "]}", "'ids' is given twice");
+  rejects_spec(R"({"inputs":[{"name":"ids","shape":[1],"datatype":"INT64","data":[1.5]},)" + mask + "," + pixels + "]}",
+               "must hold integers");
+  rejects_spec(R"({"inputs":[{"name":"ids","shape":[2],"datatype":"INT64","data":[1,2]},)" + mask + "," + pixels + "]}",
+               "every input needs the same");
+  rejects_spec(R"({"inputs":[)" + ids + R"(,{"name":"mask","shape":[1,3],"datatype":"BOOL","data":[1,2,1]},)" + pixels +
+                   "]}",
+               "must hold booleans");
 }
 
 }  // namespace ndgc::serving

@@ -18,6 +18,9 @@
 #include <ndgc/ndgc.hpp>
 
 #include "serving/http_client.hpp"
+#if NDGC_TEST_ONNX
+#include "onnx/graph_builder.hpp"
+#endif
 
 #ifdef NDGC_SERVE_BINARY
 namespace ndgc::serving {
@@ -149,6 +152,60 @@ TEST_CASE("ndgc-serve: listening line, a prediction, SIGTERM exits 0 with no arr
   CHECK(child.wait() == 0);
   std::filesystem::remove(file);
 }
+
+#if NDGC_TEST_ONNX
+// Two inputs and two outputs of two dtypes: sum = pixels + float(offset)
+// per row, twice = offset + offset.
+std::filesystem::path two_tensor_graph(const std::string& tag, std::int64_t batch_axis = -1) {
+  ndgc::test::GraphBuilder g;
+  g.input("pixels", {batch_axis, 2}).input("offset", {batch_axis}, ::onnx::TensorProto::INT64);
+  g.output("sum", {batch_axis, 2}).output("twice", {batch_axis}, ::onnx::TensorProto::INT64);
+  g.ints("axis1", {1}, {1});
+  auto& cast = g.node("Cast", {"offset"}, {"offset_f"});
+  ndgc::test::GraphBuilder::attr(cast, "to", std::int64_t{::onnx::TensorProto::FLOAT});
+  g.node("Unsqueeze", {"offset_f", "axis1"}, {"column"});
+  g.node("Add", {"pixels", "column"}, {"sum"});
+  g.node("Add", {"offset", "offset"}, {"twice"});
+  return g.write(std::filesystem::temp_directory_path() / ("ndgc_serve_" + tag + std::to_string(::getpid()) + ".onnx"));
+}
+
+TEST_CASE("ndgc-serve --model NAME=FILE.onnx: the graph's tensors in the metadata, several inputs and outputs") {
+  const auto file = two_tensor_graph("onnx");
+  Child child({"--model", "g=" + file.string(), "--port", "0"});
+  const unsigned short port = port_of(child.line());
+  {
+    test::Client c(port);
+    CHECK(c.get("/v2/models/g").body() ==
+          R"({"name":"g","versions":["1"],"platform":"ndgc","inputs":[{"name":"pixels","datatype":"FP32","shape":[-1,2]},)"
+          R"({"name":"offset","datatype":"INT64","shape":[-1]}],"outputs":[{"name":"sum","datatype":"FP32","shape":[-1,2]},)"
+          R"({"name":"twice","datatype":"INT64","shape":[-1]}]})");
+    const auto r = c.post("/v2/models/g/infer",
+                          R"({"inputs":[{"name":"offset","shape":[2],"datatype":"INT64","data":[10,20]},)"
+                          R"({"name":"pixels","shape":[2,2],"datatype":"FP32","data":[1,2,3,4]}]})");
+    CHECK(r.result_int() == 200);
+    CHECK(r.body() ==
+          R"({"model_name":"g","model_version":"1","outputs":[{"name":"sum","datatype":"FP32","shape":[2,2],"data":[11,12,23,24]},)"
+          R"({"name":"twice","datatype":"INT64","shape":[2],"data":[20,40]}]})");
+    const auto wrong = c.post("/v2/models/g/infer",
+                              R"({"inputs":[{"name":"pixels","shape":[1,2],"datatype":"FP32","data":[1,2]}]})");
+    CHECK(wrong.result_int() == 400);
+    CHECK(wrong.body().find("exactly 2 tensor(s)") != std::string::npos);
+  }
+  ::kill(child.pid, SIGTERM);
+  CHECK(child.wait() == 0);  // and no array left
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("ndgc-serve refuses an ONNX graph without a dynamic batch axis, naming the tensor: exit 1") {
+  const auto file = two_tensor_graph("fixed", 3);
+  Child child({"--model", "g=" + file.string(), "--port", "0"}, true);
+  std::string text;
+  for (std::string l = child.line(); !l.empty(); l = child.line()) text += l;
+  CHECK(child.wait() == 1);
+  CHECK(text.find("input 'pixels' has shape [3, 2]") != std::string::npos);
+  std::filesystem::remove(file);
+}
+#endif
 
 TEST_CASE("ndgc-serve: bad command lines exit 2, a missing model file 1") {
   CHECK(Child({"--port", "0"}).wait() == 2);  // --model is required

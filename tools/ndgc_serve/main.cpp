@@ -1,7 +1,7 @@
-// ndgc-serve: serves model files (ndgc-train --save) over KServe v2 HTTP.
+// ndgc-serve: serves model files (ndgc-train --save) and ONNX graphs over KServe v2 HTTP.
 // A thin main over ndgc::serving (include/ndgc/serving.hpp).
 //
-//   ndgc-serve --model fashion=mlp.model --port 8080
+//   ndgc-serve --model fashion=mlp.model --model resnet=resnet18.onnx --port 8080
 //   curl -s localhost:8080/v2/models/fashion/infer -d '{"inputs":[{"name":"input","shape":[1,784],"datatype":"FP32","data":[...]}]}'
 //
 // Its first line on stdout, once it accepts connections, is
@@ -37,6 +37,7 @@
 
 #include "common/device_option.hpp"
 #include "common/program_beside.hpp"
+#include "served_model.hpp"
 
 namespace {
 
@@ -73,7 +74,10 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
   CLI::App app{"ndgc-serve: serves ndgc model files (ndgc-train --save) over the KServe v2 HTTP/REST protocol",
                "ndgc-serve"};
   app.option_defaults()->always_capture_default();
-  app.add_option("--model", o.models, "NAME=FILE: serve the model file FILE as NAME (repeatable)")->required();
+  app.add_option("--model", o.models,
+                 "NAME=FILE: serve FILE as NAME (repeatable): an ndgc model file (ndgc-train --save) or an ONNX "
+                 "graph with a dynamic first (batch) axis; the content decides which")
+      ->required();
   app.add_option("--host", o.server.host, "Address to bind");
   app.add_option("--port", o.server.port, "Port (0: any free port)");
   app.add_option("--device", o.device,
@@ -118,7 +122,7 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
 
 // Loads the models, serves them until SIGTERM or SIGINT, shuts down: the exit status.
 int serve(const Options& o, ndgc::Device device, const sigset_t& signals) {
-  std::list<ndgc::LoadedModel> models;  // outlive the server (declared first)
+  std::list<ndgc::serve_tool::ServedModel> models;  // outlive the server (declared first)
   ndgc::serving::Server server(o.server);
   try {
     for (const std::string& spec : o.models) {
@@ -127,8 +131,8 @@ int serve(const Options& o, ndgc::Device device, const sigset_t& signals) {
         std::cerr << "ndgc-serve: --model " << spec << ": expected NAME=FILE\n";
         return 2;
       }
-      ndgc::LoadedModel& m = models.emplace_back(ndgc::load_model_file(spec.substr(eq + 1), spec.substr(0, eq), device));
-      server.add_model(m.model.name(), m.model, m.architecture.inputs, m.architecture.outputs);
+      auto& m = models.emplace_back(spec.substr(eq + 1), spec.substr(0, eq), device);  // the content decides the format
+      server.add_model(m.model().name(), m.model(), m.inputs(), m.outputs());
     }
     const unsigned short port = server.start();
     std::cout << "listening on http://" << o.server.host << ':' << port << std::endl;
