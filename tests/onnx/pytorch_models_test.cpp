@@ -18,6 +18,7 @@
 
 #include "graph_builder.hpp"
 #include "onnx/proto.hpp"
+#include "test_util.hpp"
 
 namespace ndgc {
 namespace {
@@ -131,6 +132,27 @@ TEST_CASE("PyTorch's models: outputs and gradients of every initializer match Py
     CHECK(compared > 0);
     MESSAGE(name << ": gradients of " << compared << " of " << grads.size() << " PyTorch parameters compared");
   }
+}
+
+TEST_CASE("resnet18: with auto-close on, a forward pass peaks at a fraction of all its intermediates") {
+  if (!exported()) {
+    MESSAGE("skipped: /usr/bin/python3 has no torch and torchvision");
+    return;
+  }
+  onnx::Imported net = onnx::load(kModels / "resnet18.onnx", "resnet18");
+  test::AutoClose on(true);
+  NDManager batch = net.model.manager().new_sub_manager("batch");
+  NDArray x = input_of("resnet18", batch);
+  gc::poll();
+  memory::reset_peak(Device::cpu());
+  const memory::Stats before = memory::stats(Device::cpu());
+  NDArray y = net.model.block().forward(NDList{x}, false).head();
+  const memory::Stats after = memory::stats(Device::cpu());
+  const std::uint64_t all = after.allocated_bytes - before.allocated_bytes;
+  const std::uint64_t peak = after.peak_bytes - before.current_bytes;
+  MESSAGE("resnet18 " << x.shape().to_string() << ": every intermediate " << all << " bytes, peak above the inputs "
+                      << peak << " bytes (" << 100.0 * double(peak) / double(all) << " %)");
+  CHECK(peak < all / 3);
 }
 
 TEST_CASE("fine-tuning: a trained graph saved and loaded gives the same outputs to the bit, and PyTorch's") {
