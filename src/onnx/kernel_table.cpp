@@ -20,6 +20,7 @@ const KernelTable& table() {
     add_loss_kernels(t);
     add_recurrent_kernels(t);
     add_more_kernels(t);
+    add_conv_transpose_kernels(t);
     return t;
   }();
   return built;

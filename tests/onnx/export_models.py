@@ -76,6 +76,18 @@ class Transformer(nn.Module):
         return self.fc(self.encoder(x).mean(dim=1))
 
 
+class Autoencoder(nn.Module):
+    """A strided convolution and its transpose (ConvTranspose, output_padding)."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(1, 8, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(8, 2, 3, stride=2, padding=1, output_padding=1, groups=2)
+
+    def forward(self, x):
+        return self.up(torch.relu(self.down(x)))
+
+
 def models():
     import torchvision.models as tv
     return {
@@ -87,6 +99,7 @@ def models():
         "gru_classifier": (lambda: RecurrentClassifier(nn.GRU), (3, 28, 28)),
         "lstm_classifier": (lambda: RecurrentClassifier(nn.LSTM), (3, 28, 28)),
         "transformer": (Transformer, (2, 10, 32)),
+        "autoencoder": (Autoencoder, (2, 1, 28, 28)),
     }
 
 

@@ -105,7 +105,7 @@ TEST_CASE("PyTorch's models: outputs and gradients of every initializer match Py
     return;
   }
   for (std::string name : {"fashion_mlp", "fashion_cnn", "squeezenet1_1", "resnet18", "mobilenet_v2", "gru_classifier",
-                           "lstm_classifier", "transformer"}) {
+                           "lstm_classifier", "transformer", "autoencoder"}) {
     INFO(name);
     onnx::Imported net = onnx::load(kModels / (name + ".onnx"), name);
     NDManager batch = net.model.manager().new_sub_manager("batch");
