@@ -21,6 +21,7 @@ const KernelTable& table() {
     add_recurrent_kernels(t);
     add_more_kernels(t);
     add_conv_transpose_kernels(t);
+    add_resize_kernels(t);
     return t;
   }();
   return built;

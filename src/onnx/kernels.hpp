@@ -70,6 +70,7 @@ void add_loss_kernels(KernelTable& table);
 void add_recurrent_kernels(KernelTable& table);
 void add_more_kernels(KernelTable& table);
 void add_conv_transpose_kernels(KernelTable& table);
+void add_resize_kernels(KernelTable& table);
 
 class KernelTable {
  public:
