@@ -33,6 +33,7 @@ double source_x(const Mode& m, double x, double scale, std::int64_t in, double o
     return (out_width == 1 ? span / 2 : x * span / (out_width - 1)) + roi_start * double(in - 1);
   }
   if (c == "pytorch_half_pixel") return out_width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  if (c == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   return (x + 0.5) / scale - 0.5;  // half_pixel
 }
 
@@ -155,11 +156,13 @@ std::string resize_check(const CheckContext& c) {
   if (c.opset < 11) return "Resize before opset 11 is not supported";
   const std::string mode = c.node.s("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "cubic") return fmt::format("mode '{}' is not an ONNX value", mode);
-  const std::string coordinates = c.node.s("coordinate_transformation_mode", "half_pixel");
-  if (coordinates == "tf_half_pixel_for_nn") return "coordinate_transformation_mode tf_half_pixel_for_nn is not supported";
   if (mode != "nearest" && !c.input_dtypes.empty() && c.input_dtypes[0] && !is_floating(*c.input_dtypes[0]))
     return fmt::format("{} resizing of {} is not supported", mode, to_string(*c.input_dtypes[0]));
-  return "";
+  const std::string coordinates = c.node.s("coordinate_transformation_mode", "half_pixel");
+  for (const char* known : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                            "tf_crop_and_resize"})
+    if (coordinates == known) return "";
+  return fmt::format("coordinate_transformation_mode '{}' is not an ONNX value", coordinates);
 }
 
 }  // namespace
