@@ -96,6 +96,21 @@ __device__ T apply_unary(Unary op, T x) {
       case Unary::relu: return x > T(0) ? x : T(0);
       case Unary::sigmoid: return T(1) / (T(1) + ::exp(-x));
       case Unary::tanh: return ::tanh(x);
+      case Unary::floor: return ::floor(x);
+      case Unary::ceil: return ::ceil(x);
+      case Unary::round: return ::nearbyint(x);  // half to even, as the CPU's
+      case Unary::sin: return ::sin(x);
+      case Unary::cos: return ::cos(x);
+      case Unary::tan: return ::tan(x);
+      case Unary::asin: return ::asin(x);
+      case Unary::acos: return ::acos(x);
+      case Unary::atan: return ::atan(x);
+      case Unary::sinh: return ::sinh(x);
+      case Unary::cosh: return ::cosh(x);
+      case Unary::asinh: return ::asinh(x);
+      case Unary::acosh: return ::acosh(x);
+      case Unary::atanh: return ::atanh(x);
+      case Unary::erf: return ::erf(x);
     }
   } else {
     using U = Wide<T>;

@@ -227,6 +227,23 @@ class NDArray {
   NDArray tanh(Site site = Site::current()) const;
   // Exact GELU: x Φ(x) = x (1 + erf(x / √2)) / 2 (float32, float64).
   NDArray gelu(Site site = Site::current()) const;
+  // Float32 and float64 only. floor, ceil and round (half to even) have a
+  // zero gradient; the others their derivative.
+  NDArray floor(Site site = Site::current()) const;
+  NDArray ceil(Site site = Site::current()) const;
+  NDArray round(Site site = Site::current()) const;
+  NDArray sin(Site site = Site::current()) const;
+  NDArray cos(Site site = Site::current()) const;
+  NDArray tan(Site site = Site::current()) const;
+  NDArray asin(Site site = Site::current()) const;
+  NDArray acos(Site site = Site::current()) const;
+  NDArray atan(Site site = Site::current()) const;
+  NDArray sinh(Site site = Site::current()) const;
+  NDArray cosh(Site site = Site::current()) const;
+  NDArray asinh(Site site = Site::current()) const;
+  NDArray acosh(Site site = Site::current()) const;
+  NDArray atanh(Site site = Site::current()) const;
+  NDArray erf(Site site = Site::current()) const;
   NDArray& neg_();
   NDArray& abs_();
   NDArray& exp_();

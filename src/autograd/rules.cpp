@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "core/registry.hpp"
 #include "ops/op_support.hpp"
@@ -156,6 +157,62 @@ void scalar_rule(Rule& r) {
   r.out[0] = std::move(t);
 }
 
+// g / sqrt(sign · (x² + offset)), sign -1 reading (offset - x²): the inverse
+// trigonometric and hyperbolic functions' derivatives.
+Scratch over_root(const Rule& r, const TensorView& x, double offset, bool flip, const Shape& shape, Device d) {
+  Scratch t = binary(Binary::mul, x, x, shape, d);
+  scalar_into(flip ? Binary::sub : Binary::add, t, offset, flip);
+  unary_into(Unary::sqrt, t);
+  return binary(Binary::div, r.g.view(), t.view(), shape, d);
+}
+
+// The gradients of the element-wise functions added for ONNX (floor to erf).
+Scratch math_gradient(Rule& r, const TensorView& x, const Shape& shape, Device d) {
+  Scratch t;
+  switch (r.node.op.unary) {
+    case Unary::floor:
+    case Unary::ceil:
+    case Unary::round: return full(shape, r.g.dtype(), d, 0);  // piecewise constant
+    case Unary::sin: t = unary(Unary::cos, x, d); break;
+    case Unary::cos:
+      t = unary(Unary::sin, x, d);
+      unary_into(Unary::neg, t);
+      break;
+    case Unary::tan: {  // 1 + y^2
+      Pinned po = r.output();
+      t = binary(Binary::mul, view(po), view(po), shape, d);
+      scalar_into(Binary::add, t, 1);
+      break;
+    }
+    case Unary::asin: return over_root(r, x, 1, true, shape, d);  // 1 / sqrt(1 - x^2)
+    case Unary::acos: {
+      t = over_root(r, x, 1, true, shape, d);
+      unary_into(Unary::neg, t);
+      return t;
+    }
+    case Unary::atan:  // 1 / (1 + x^2)
+    case Unary::atanh: {  // 1 / (1 - x^2)
+      t = binary(Binary::mul, x, x, shape, d);
+      const bool hyperbolic = r.node.op.unary == Unary::atanh;
+      scalar_into(hyperbolic ? Binary::sub : Binary::add, t, 1, hyperbolic);
+      return binary(Binary::div, r.g.view(), t.view(), shape, d);
+    }
+    case Unary::sinh: t = unary(Unary::cosh, x, d); break;
+    case Unary::cosh: t = unary(Unary::sinh, x, d); break;
+    case Unary::asinh: return over_root(r, x, 1, false, shape, d);   // 1 / sqrt(x^2 + 1)
+    case Unary::acosh: return over_root(r, x, -1, false, shape, d);  // 1 / sqrt(x^2 - 1)
+    case Unary::erf:  // 2 / sqrt(pi) exp(-x^2)
+      t = binary(Binary::mul, x, x, shape, d);
+      unary_into(Unary::neg, t);
+      unary_into(Unary::exp, t);
+      scalar_into(Binary::mul, t, 2.0 / std::sqrt(std::numbers::pi));
+      break;
+    default: NDGC_ASSERT(false, "every Unary has a gradient rule");
+  }
+  binary_into(Binary::mul, t, r.g.view());
+  return t;
+}
+
 void unary_rule(Rule& r) {
   Pinned px = r.input(0);
   const TensorView x = view(px);
@@ -220,6 +277,8 @@ void unary_rule(Rule& r) {
       binary_into(Binary::mul, t, r.g.view());
       break;
     }
+    default:
+      t = math_gradient(r, x, shape, d);
   }
   r.out[0] = std::move(t);
 }

@@ -12,7 +12,7 @@
 namespace ndgc::onnx::detail {
 namespace {
 
-constexpr std::int64_t kMinOpset = 6, kMaxOpset = 17;
+constexpr std::int64_t kMaxOpset = 17;
 
 struct TypeInfo {
   std::int32_t elem = 0;
@@ -107,9 +107,10 @@ std::string general_problem(const Node& node, const Kernel* kernel, std::int64_t
   const auto& p = node.proto();
   if (!p.domain().empty() && p.domain() != "ai.onnx")
     return fmt::format("domain '{}' is not supported; ndgc runs the default domain", p.domain());
-  if (opset < kMinOpset || opset > kMaxOpset)
-    return fmt::format("opset {} is outside the {}-{} that ndgc runs", opset, kMinOpset, kMaxOpset);
+  if (opset > kMaxOpset) return fmt::format("opset {} is past the {} that ndgc runs", opset, kMaxOpset);
   if (!kernel) return "ndgc has no kernel for this op type";
+  if (opset < kernel->min_opset)
+    return fmt::format("opset {} is before the {} from which ndgc runs {}", opset, kernel->min_opset, node.op_type());
   for (std::size_t k = kernel->max_outputs; k < node.output_count(); ++k)
     if (node.output_wanted(k)) return fmt::format("its output {} ('{}') is not supported", k, p.output(int(k)));
   auto check_dtype = [&](const std::string& name) -> std::string {

@@ -54,6 +54,7 @@ struct Kernel {
   Check check = nullptr;        // null: every node of the type runs
   std::size_t max_outputs = 1;  // a node asking for more outputs is refused
   bool uses_mode = false;       // depends on `training`: never folded at load
+  std::int64_t min_opset = 6;   // older opsets: for op types whose meaning has not changed since
 };
 
 // The kernel of a default-domain op type, or null.

@@ -42,12 +42,24 @@ void unary(RunContext& c) {
 
 std::string no_boolean(const CheckContext& c) { return same_numeric(c); }
 
-std::string pow_check(const CheckContext& c) {
-  if (c.input_dtypes.size() == 2 && c.input_dtypes[0] && c.input_dtypes[1] && *c.input_dtypes[0] != *c.input_dtypes[1])
-    return fmt::format("the exponent is {} and the base {}; ndgc's pow takes one dtype",
-                       to_string(*c.input_dtypes[1]), to_string(*c.input_dtypes[0]));
-  return floats_only(c);
+// Pow's result has the base's dtype; an exponent of another dtype is cast to
+// the base's (floating base), or both go through float64 (integer base).
+void run_pow(RunContext& c) {
+  const NDArray& base = c.in(0);
+  const NDArray& exponent = legacy_aligned(c, base, c.in(1));
+  if (exponent.dtype() == base.dtype() && is_floating(base.dtype())) {
+    c.outputs.push_back(base.pow(exponent));
+    return;
+  }
+  if (is_floating(base.dtype())) {
+    c.outputs.push_back(base.pow(exponent.to_type(base.dtype())));
+    return;
+  }
+  const NDArray wide = base.to_type(DataType::float64).pow(exponent.to_type(DataType::float64));
+  c.outputs.push_back(wide.to_type(base.dtype()));
 }
+
+std::string pow_check(const CheckContext& c) { return numeric_data(c); }
 
 // x where x > 0, alpha (e^x - 1) elsewhere.
 NDArray elu(const NDArray& x, double alpha) { return where(x.gt(0.0), x, x.exp().sub(1.0).mul(alpha)); }
@@ -77,11 +89,11 @@ void add_activations(KernelTable& t) {
                    const double gamma = c.node.f("gamma", 1.05070102214813232421875f);
                    c.outputs.push_back(elu(c.in(0), alpha).mul(gamma));
                  }, floats_only});
-  t.add("Softplus", {[](RunContext& c) { c.outputs.push_back(c.in(0).exp().add(1.0).log()); }, floats_only});
+  t.add("Softplus", {[](RunContext& c) { c.outputs.push_back(c.in(0).exp().add(1.0).log()); }, floats_only, 1, false, 1});
   t.add("Softsign", {[](RunContext& c) {
                        const NDArray& x = c.in(0);
                        c.outputs.push_back(x.div(x.abs().add(1.0)));
-                     }, floats_only});
+                     }, floats_only, 1, false, 1});
   t.add("HardSigmoid", {[](RunContext& c) {
                           const NDArray& x = c.in(0);
                           NDArray y = x.mul(c.node.f("alpha", 0.2f)).add(c.node.f("beta", 0.5f));
@@ -97,7 +109,50 @@ void add_activations(KernelTable& t) {
                             }, floats_only});
 }
 
+// Mod: fmod 1 keeps the dividend's sign (C's fmod), fmod 0 the divisor's
+// (Python's %, integers only); integer division truncates, so the second
+// adds the divisor back where the signs differ.
+void run_mod(RunContext& c) {
+  const NDArray& a = c.in(0);
+  const NDArray& b = c.in(1);
+  if (is_floating(a.dtype())) {
+    const NDArray q = a.div(b);
+    const NDArray truncated = where(q.lt(0.0), q.ceil(), q.floor());
+    c.outputs.push_back(a.sub(b.mul(truncated)));
+    return;
+  }
+  NDArray r = a.sub(b.mul(a.div(b)));
+  if (c.node.i("fmod", 0) == 0) {
+    const NDArray nonzero = r.ne(0.0), differ = r.lt(0.0).ne(b.lt(0.0));
+    r = where(where(nonzero, differ, nonzero), r.add(b), r);  // nonzero and differ
+  }
+  c.outputs.push_back(r);
+}
+
+std::string mod_check(const CheckContext& c) {
+  if (std::string why = same_numeric(c); !why.empty()) return why;
+  if (!c.input_dtypes.empty() && c.input_dtypes[0] && is_floating(*c.input_dtypes[0]) && c.node.i("fmod", 0) == 0)
+    return "fmod 0 on floating inputs is not an ONNX model";
+  return "";
+}
+
 void add_math(KernelTable& t) {
+  t.add("Floor", {unary<&NDArray::floor>, floats_only});
+  t.add("Ceil", {unary<&NDArray::ceil>, floats_only});
+  t.add("Round", {unary<&NDArray::round>, floats_only});
+  t.add("Sin", {unary<&NDArray::sin>, floats_only});
+  t.add("Cos", {unary<&NDArray::cos>, floats_only});
+  t.add("Tan", {unary<&NDArray::tan>, floats_only});
+  t.add("Asin", {unary<&NDArray::asin>, floats_only});
+  t.add("Acos", {unary<&NDArray::acos>, floats_only});
+  t.add("Atan", {unary<&NDArray::atan>, floats_only});
+  t.add("Sinh", {unary<&NDArray::sinh>, floats_only});
+  t.add("Cosh", {unary<&NDArray::cosh>, floats_only});
+  t.add("Asinh", {unary<&NDArray::asinh>, floats_only});
+  t.add("Acosh", {unary<&NDArray::acosh>, floats_only});
+  t.add("Atanh", {unary<&NDArray::atanh>, floats_only});
+  t.add("Erf", {unary<&NDArray::erf>, floats_only});
+  t.add("Mod", {run_mod, mod_check});
   t.add("Abs", {unary<&NDArray::abs>, no_boolean});
   t.add("Neg", {unary<&NDArray::neg>, no_boolean});
   t.add("Exp", {unary<&NDArray::exp>, floats_only});
@@ -108,7 +163,7 @@ void add_math(KernelTable& t) {
   t.add("Sub", {binary<&NDArray::sub>, no_boolean});
   t.add("Mul", {binary<&NDArray::mul>, no_boolean});
   t.add("Div", {binary<&NDArray::div>, no_boolean});  // integers truncate, as C++ and ONNX Runtime
-  t.add("Pow", {binary<&NDArray::pow>, pow_check});
+  t.add("Pow", {run_pow, pow_check});
   t.add("Max", {fold_inputs<&NDArray::maximum>, no_boolean});
   t.add("Min", {fold_inputs<&NDArray::minimum>, no_boolean});
   t.add("Sum", {fold_inputs<&NDArray::add>, no_boolean});
@@ -124,7 +179,7 @@ void add_logic(KernelTable& t) {
   t.add("Less", {binary<&NDArray::lt>});
   t.add("GreaterOrEqual", {binary<&NDArray::ge>});
   t.add("LessOrEqual", {binary<&NDArray::le>});
-  t.add("Not", {[](RunContext& c) { c.outputs.push_back(c.in(0).eq(0.0)); }});
+  t.add("Not", {[](RunContext& c) { c.outputs.push_back(c.in(0).eq(0.0)); }, nullptr, 1, false, 1});
   // On booleans: a and b = (a ? b : a), a or b = (a ? a : b), a xor b = (a != b).
   t.add("And", {[](RunContext& c) { c.outputs.push_back(where(c.in(0), c.in(1), c.in(0))); }});
   t.add("Or", {[](RunContext& c) { c.outputs.push_back(where(c.in(0), c.in(0), c.in(1))); }});
@@ -158,6 +213,11 @@ void add_elementwise_kernels(KernelTable& t) {
   add_math(t);
   add_logic(t);
   t.add("Clip", {run_clip, no_boolean});
+  t.add("CastLike", {[](RunContext& c) {
+                       const NDArray& x = c.in(0);
+                       const DataType to = c.in(1).dtype();
+                       c.outputs.push_back(x.dtype() == to ? x : x.to_type(to));
+                     }});
   t.add("Cast", {[](RunContext& c) {
                    const DataType to = *dtype_of_elem(static_cast<std::int32_t>(c.node.i("to", 0)));
                    const NDArray& x = c.in(0);

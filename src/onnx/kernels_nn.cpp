@@ -178,11 +178,18 @@ std::string layer_norm_check(const CheckContext& c) {
   return floats_only(c);
 }
 
+// The mask output, where asked for, is all true when not training; a
+// training pass cannot give it (dropout's mask is redrawn, not kept).
 void run_dropout(RunContext& c) {
   double ratio = 0.5;
   if (c.opset < 12) ratio = c.node.f("ratio", 0.5f);
   else if (c.has(1)) ratio = read_scalar(c.in(1));
   c.outputs.push_back(dropout(c.in(0), ratio, c.training));
+  if (c.node.output_wanted(1)) {
+    if (c.training)
+      throw InvalidArgument(fmt::format("onnx: {}: the mask output is not available when training", c.node.label()));
+    c.outputs.push_back(c.manager.full(c.in(0).shape(), 1.0, DataType::boolean));
+  }
 }
 
 std::string dropout_check(const CheckContext& c) {
@@ -215,12 +222,12 @@ void add_nn_kernels(KernelTable& t) {
   t.add("MaxPool", {run_max_pool, pool_check});
   t.add("AveragePool", {run_average_pool, pool_check});
   t.add("GlobalAveragePool", {[](RunContext& c) { c.outputs.push_back(c.in(0).mean(spatial_axes(c.in(0)), true)); },
-                              floats_only});
+                              floats_only, 1, false, 1});
   t.add("GlobalMaxPool", {[](RunContext& c) { c.outputs.push_back(c.in(0).max(spatial_axes(c.in(0)), true)); },
-                          floats_only});
+                          floats_only, 1, false, 1});
   t.add("BatchNormalization", {run_batch_norm, batch_norm_check, 1, true});
   t.add("LayerNormalization", {run_layer_norm, layer_norm_check, 3});
-  t.add("Dropout", {run_dropout, dropout_check, 1, true});
+  t.add("Dropout", {run_dropout, dropout_check, 2, true});
   t.add("Softmax", {run_softmax<&NDArray::softmax>, floats_only});
   t.add("LogSoftmax", {run_softmax<&NDArray::log_softmax>, floats_only});
 }

@@ -206,6 +206,21 @@ NDArray NDArray::square(Site s) const { return unary(Unary::square, *this, s); }
 NDArray NDArray::relu(Site s) const { return unary(Unary::relu, *this, s); }
 NDArray NDArray::sigmoid(Site s) const { return unary(Unary::sigmoid, *this, s); }
 NDArray NDArray::tanh(Site s) const { return unary(Unary::tanh, *this, s); }
+NDArray NDArray::floor(Site s) const { return unary(Unary::floor, *this, s); }
+NDArray NDArray::ceil(Site s) const { return unary(Unary::ceil, *this, s); }
+NDArray NDArray::round(Site s) const { return unary(Unary::round, *this, s); }
+NDArray NDArray::sin(Site s) const { return unary(Unary::sin, *this, s); }
+NDArray NDArray::cos(Site s) const { return unary(Unary::cos, *this, s); }
+NDArray NDArray::tan(Site s) const { return unary(Unary::tan, *this, s); }
+NDArray NDArray::asin(Site s) const { return unary(Unary::asin, *this, s); }
+NDArray NDArray::acos(Site s) const { return unary(Unary::acos, *this, s); }
+NDArray NDArray::atan(Site s) const { return unary(Unary::atan, *this, s); }
+NDArray NDArray::sinh(Site s) const { return unary(Unary::sinh, *this, s); }
+NDArray NDArray::cosh(Site s) const { return unary(Unary::cosh, *this, s); }
+NDArray NDArray::asinh(Site s) const { return unary(Unary::asinh, *this, s); }
+NDArray NDArray::acosh(Site s) const { return unary(Unary::acosh, *this, s); }
+NDArray NDArray::atanh(Site s) const { return unary(Unary::atanh, *this, s); }
+NDArray NDArray::erf(Site s) const { return unary(Unary::erf, *this, s); }
 NDArray& NDArray::neg_() { return unary_into(Unary::neg, *this), *this; }
 NDArray& NDArray::abs_() { return unary_into(Unary::abs, *this), *this; }
 NDArray& NDArray::exp_() { return unary_into(Unary::exp, *this), *this; }

@@ -1,6 +1,8 @@
 // The engine table: one engine per device type; the CPU engine is built in.
 #include "ops/engine.hpp"
 
+#include <iterator>
+
 #include <array>
 #include <atomic>
 #include <string>
@@ -63,7 +65,10 @@ void throw_embedding_index(const TensorView& indices, std::int64_t flat, std::in
 }
 
 const char* name_of(Unary op) noexcept {
-  constexpr const char* names[] = {"neg", "abs", "exp", "log", "sqrt", "square", "relu", "sigmoid", "tanh"};
+  constexpr const char* names[] = {"neg",  "abs",  "exp",  "log",  "sqrt",  "square", "relu",  "sigmoid",
+                                   "tanh", "floor", "ceil", "round", "sin", "cos",    "tan",   "asin",
+                                   "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf"};
+  static_assert(std::size(names) == std::size_t(Unary::erf) + 1, "a name for every Unary");
   return names[int(op)];
 }
 

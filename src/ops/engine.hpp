@@ -70,7 +70,11 @@ TensorView contiguous_view(void* data, DataType dtype, const Shape& shape) noexc
 [[noreturn]] void throw_embedding_index(const TensorView& indices, std::int64_t flat, std::int64_t value,
                                         std::int64_t rows);
 
-enum class Unary : std::uint8_t { neg, abs, exp, log, sqrt, square, relu, sigmoid, tanh };
+enum class Unary : std::uint8_t {
+  neg, abs, exp, log, sqrt, square, relu, sigmoid, tanh,
+  // Floating only, added for ONNX (issue 39): round is half to even.
+  floor, ceil, round, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, erf
+};
 enum class Binary : std::uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, ne, gt, ge, lt, le };
 enum class Reduce : std::uint8_t { sum, mean, max, min };
 

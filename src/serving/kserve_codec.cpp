@@ -143,9 +143,10 @@ std::string_view kserve_datatype(DataType dtype) {
 namespace {
 
 std::string shape_text(std::int64_t rows, const std::vector<std::int64_t>& row_shape) {
-  std::string out = rows < 0 ? "[N" : "[" + std::to_string(rows);
-  for (std::int64_t d : row_shape) out += "," + std::to_string(d);
-  return out + "]";
+  std::string out = rows < 0 ? std::string("[N") : fmt::format("[{}", rows);
+  for (std::int64_t d : row_shape) fmt::format_to(std::back_inserter(out), ",{}", d);  // not "," + to_string: GCC 12 -Wrestrict
+  out += ']';
+  return out;
 }
 
 std::size_t spec_index(const std::vector<TensorInfo>& list, std::string_view name, const char* what) {

@@ -55,7 +55,7 @@ std::string tensors_metadata(const std::vector<TensorInfo>& tensors) {
   std::string out;
   for (const TensorInfo& t : tensors) {
     std::string shape = "-1";
-    for (std::int64_t d : t.row_shape) shape += "," + std::to_string(d);
+    for (std::int64_t d : t.row_shape) fmt::format_to(std::back_inserter(shape), ",{}", d);
     out += fmt::format(R"({}{{"name":{},"datatype":"{}","shape":[{}]}})", out.empty() ? "" : ",", json_string(t.name),
                        kserve_datatype(t.dtype), shape);
   }

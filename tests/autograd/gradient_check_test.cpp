@@ -79,6 +79,24 @@ TEST_CASE("gradcheck: unary ops and activations") {
   check({s23}, [](const Inputs& x) { return x[0].tanh(); });
 }
 
+TEST_CASE("gradcheck: the math functions (floor .. erf)") {
+  check({s23}, [](const Inputs& x) { return x[0].mul(2.7).floor(); });  // zero away from the steps
+  check({s23}, [](const Inputs& x) { return x[0].mul(2.7).ceil(); });
+  check({s23}, [](const Inputs& x) { return x[0].mul(2.7).round(); });
+  check({s23}, [](const Inputs& x) { return x[0].sin(); });
+  check({s23}, [](const Inputs& x) { return x[0].cos(); });
+  check({s23}, [](const Inputs& x) { return x[0].tan(); });
+  check({s23}, [](const Inputs& x) { return x[0].mul(0.8).asin(); });
+  check({s23}, [](const Inputs& x) { return x[0].mul(0.8).acos(); });
+  check({s23}, [](const Inputs& x) { return x[0].atan(); });
+  check({s23}, [](const Inputs& x) { return x[0].sinh(); });
+  check({s23}, [](const Inputs& x) { return x[0].cosh(); });
+  check({s23}, [](const Inputs& x) { return x[0].asinh(); });
+  check({s23}, [](const Inputs& x) { return x[0].add(1.0).acosh(); }, Values::positive);
+  check({s23}, [](const Inputs& x) { return x[0].mul(0.8).atanh(); });
+  check({s23}, [](const Inputs& x) { return x[0].erf(); });
+}
+
 TEST_CASE("gradcheck: reductions") {
   const Shape s{2, 3, 4};
   check({s}, [](const Inputs& x) { return x[0].sum(); });

@@ -104,6 +104,22 @@ TEST_CASE("unary ops match the CPU on every view") {
       compare(in, [&](const NDArray& x) { return view(x).sqrt(); }, tol, name + " sqrt");
       compare(in, [&](const NDArray& x) { return view(x).sigmoid(); }, tol, name + " sigmoid");
       compare(in, [&](const NDArray& x) { return view(x).tanh(); }, tol, name + " tanh");
+      // The functions ONNX needs; inputs in (0.1, 3): asin, acos and atanh read them scaled into (0, 1).
+      compare(in, [&](const NDArray& x) { return view(x).floor(); }, 0, name + " floor");
+      compare(in, [&](const NDArray& x) { return view(x).ceil(); }, 0, name + " ceil");
+      compare(in, [&](const NDArray& x) { return view(x).round(); }, 0, name + " round");
+      compare(in, [&](const NDArray& x) { return view(x).sin(); }, tol, name + " sin");
+      compare(in, [&](const NDArray& x) { return view(x).cos(); }, tol, name + " cos");
+      compare(in, [&](const NDArray& x) { return view(x).atan(); }, tol, name + " atan");
+      compare(in, [&](const NDArray& x) { return view(x).sinh(); }, tol, name + " sinh");
+      compare(in, [&](const NDArray& x) { return view(x).cosh(); }, tol, name + " cosh");
+      compare(in, [&](const NDArray& x) { return view(x).asinh(); }, tol, name + " asinh");
+      compare(in, [&](const NDArray& x) { return view(x).add(1.0).acosh(); }, tol, name + " acosh");
+      compare(in, [&](const NDArray& x) { return view(x).div(3.5).asin(); }, tol, name + " asin");
+      compare(in, [&](const NDArray& x) { return view(x).div(3.5).acos(); }, tol, name + " acos");
+      compare(in, [&](const NDArray& x) { return view(x).div(3.5).atanh(); }, tol, name + " atanh");
+      compare(in, [&](const NDArray& x) { return view(x).div(2.0).tan(); }, tol, name + " tan");
+      compare(in, [&](const NDArray& x) { return view(x).erf(); }, tol, name + " erf");
     }
   }
 }

@@ -611,3 +611,61 @@ TEST_CASE("element-wise ops on non-contiguous operands of every rank") {
   check_values(q.mul(3), wq, 1e-12);
   check_values(q.mul(m.full({3}, 3, DataType::float64)), wq, 1e-12);
 }
+
+namespace ndgc {
+
+TEST_CASE_TEMPLATE("math functions (floor .. erf): each element as the standard library's, contiguous and strided",
+                   T, float, double) {
+  NDManager m = NDManager::new_base_manager("math");
+  const double tol = std::is_same_v<T, float> ? 3e-6 : 1e-12;
+  using F = double (*)(double);
+  struct Case {
+    const char* name;
+    NDArray (NDArray::*op)(Site) const;
+    F f;
+    double low, high;  // the domain sampled
+  };
+  const Case cases[] = {
+      {"floor", &NDArray::floor, [](double v) { return std::floor(v); }, -3, 3},
+      {"ceil", &NDArray::ceil, [](double v) { return std::ceil(v); }, -3, 3},
+      {"round", &NDArray::round, [](double v) { return std::nearbyint(v); }, -3, 3},
+      {"sin", &NDArray::sin, [](double v) { return std::sin(v); }, -3, 3},
+      {"cos", &NDArray::cos, [](double v) { return std::cos(v); }, -3, 3},
+      {"tan", &NDArray::tan, [](double v) { return std::tan(v); }, -1.2, 1.2},
+      {"asin", &NDArray::asin, [](double v) { return std::asin(v); }, -0.9, 0.9},
+      {"acos", &NDArray::acos, [](double v) { return std::acos(v); }, -0.9, 0.9},
+      {"atan", &NDArray::atan, [](double v) { return std::atan(v); }, -3, 3},
+      {"sinh", &NDArray::sinh, [](double v) { return std::sinh(v); }, -3, 3},
+      {"cosh", &NDArray::cosh, [](double v) { return std::cosh(v); }, -3, 3},
+      {"asinh", &NDArray::asinh, [](double v) { return std::asinh(v); }, -3, 3},
+      {"acosh", &NDArray::acosh, [](double v) { return std::acosh(v); }, 1.1, 3},
+      {"atanh", &NDArray::atanh, [](double v) { return std::atanh(v); }, -0.9, 0.9},
+      {"erf", &NDArray::erf, [](double v) { return std::erf(v); }, -3, 3},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    std::vector<T> x(48);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = T(c.low + (c.high - c.low) * double(i * 29 % 48) / 47.0);
+    NDArray a = m.create<T>(x, Shape{6, 8});
+    for (bool strided : {false, true}) {
+      NDArray in = strided ? a.transpose() : a;
+      const std::vector<T> got = (in.*c.op)(Site::current()).template to_vector<T>();
+      const std::vector<T> src = in.template to_vector<T>();
+      REQUIRE(got.size() == src.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double want = c.f(double(src[i]));
+        CHECK(std::abs(double(got[i]) - want) <= tol * std::max(1.0, std::abs(want)));
+      }
+    }
+  }
+}
+
+TEST_CASE("round is half to even; the math functions refuse integers, naming the op") {
+  NDManager m = NDManager::new_base_manager("math");
+  CHECK(m.create<double>({0.5, 1.5, 2.5, -0.5, -2.5, 2.4}).round().to_vector<double>() ==
+        std::vector<double>{0, 2, 2, -0.0, -2, 2});
+  CHECK_THROWS_WITH_AS(m.arange(0, 3, 1, DataType::int32).sin(), doctest::Contains("sin:"), DTypeMismatch);
+  CHECK_THROWS_WITH_AS(m.arange(0, 3, 1, DataType::int64).floor(), doctest::Contains("floor:"), DTypeMismatch);
+}
+
+}  // namespace ndgc

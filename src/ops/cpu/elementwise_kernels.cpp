@@ -96,6 +96,21 @@ T scalar_unary(Unary op, T x) noexcept {
       case Unary::relu: return x > T(0) ? x : T(0);
       case Unary::sigmoid: return T(1) / (T(1) + std::exp(-x));
       case Unary::tanh: return std::tanh(x);
+      case Unary::floor: return std::floor(x);
+      case Unary::ceil: return std::ceil(x);
+      case Unary::round: return std::nearbyint(x);  // half to even in the default rounding mode
+      case Unary::sin: return std::sin(x);
+      case Unary::cos: return std::cos(x);
+      case Unary::tan: return std::tan(x);
+      case Unary::asin: return std::asin(x);
+      case Unary::acos: return std::acos(x);
+      case Unary::atan: return std::atan(x);
+      case Unary::sinh: return std::sinh(x);
+      case Unary::cosh: return std::cosh(x);
+      case Unary::asinh: return std::asinh(x);
+      case Unary::acosh: return std::acosh(x);
+      case Unary::atanh: return std::atanh(x);
+      case Unary::erf: return std::erf(x);
     }
   } else {
     using U = Wide<T>;
@@ -175,6 +190,7 @@ bool eigen_unary(Unary op, const T* in, T* out, std::int64_t n) {
     case Unary::relu: o = x.max(T(0)); return true;
     case Unary::sigmoid: o = x.logistic(); return true;
     case Unary::tanh: o = x.tanh(); return true;
+    default: return false;  // the element loop: std's functions
   }
   return false;
 }
