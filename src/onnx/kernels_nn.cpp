@@ -64,12 +64,32 @@ std::string window_check(const CheckContext& c, const std::vector<std::int64_t>&
   return w.problem;
 }
 
+// x [N, C, H, W] with w.begin / w.end rows and columns of `value` around it
+// (asymmetric or wide padding, which ndgc's 2-D ops do not take themselves).
+NDArray pad_image(const RunContext& c, NDArray x, const Window& w, double value) {
+  for (int a = 0; a < 2; ++a) {
+    const int axis = 2 + a;
+    NDList parts;
+    Shape side = x.shape();
+    if (w.begin[std::size_t(a)] > 0)
+      side[axis] = w.begin[std::size_t(a)], parts.push_back(c.manager.full(side, value, x.dtype()));
+    parts.push_back(x);
+    if (w.end[std::size_t(a)] > 0)
+      side[axis] = w.end[std::size_t(a)], parts.push_back(c.manager.full(side, value, x.dtype()));
+    if (parts.size() > 1) x = concat(parts, axis);
+  }
+  return x;
+}
+
 void run_conv(RunContext& c) {
   const NDArray& weight = c.in(1);
   const Window w = run_window(c, spatial_dims(weight.shape()));
   NDArray bias = c.has(2) ? c.in(2) : NDArray{};
   const std::int64_t groups = c.node.i("group", 1);
-  NDArray y = conv2d(as_2d(c.in(0), w), as_2d(weight, w), bias, w.stride, w.padding, w.dilation, groups);
+  NDArray x = as_2d(c.in(0), w);
+  const bool explicit_pads = w.explicit_padding(false);
+  if (explicit_pads) x = pad_image(c, x, w, 0.0);
+  NDArray y = conv2d(x, as_2d(weight, w), bias, w.stride, explicit_pads ? Pair{0, 0} : w.padding, w.dilation, groups);
   c.outputs.push_back(from_2d(y, w));
 }
 
@@ -88,9 +108,8 @@ std::string pool_check(const CheckContext& c) {
   const std::vector<std::int64_t> kernel = c.node.ints("kernel_shape");
   const Window w = window_of(c.node, kernel, spatial_dims(c.input_shapes.empty() ? std::nullopt : c.input_shapes[0]));
   if (!w.problem.empty()) return w.problem;
-  for (std::size_t a = 0; a < 2; ++a)
-    if (w.padding[a] * 2 > w.kernel[a])
-      return fmt::format("its padding {} is more than half its kernel {}", w.padding[a], w.kernel[a]);
+  if (c.node.op_type() == "AveragePool" && c.node.i("ceil_mode", 0) != 0 && w.explicit_padding(true))
+    return "ceil_mode with asymmetric or wide padding is not supported";
   return floats_only(c);
 }
 
@@ -114,21 +133,31 @@ NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w) {
 }
 
 void run_max_pool(RunContext& c) {
-  const Window w = run_window(c, c.node.ints("kernel_shape"));
+  Window w = run_window(c, c.node.ints("kernel_shape"));
   NDArray x = as_2d(c.in(0), w);
+  if (w.explicit_padding(true)) {  // -inf never wins a window
+    x = pad_image(c, x, w, -std::numeric_limits<double>::infinity());
+    w.padding = {0, 0};
+  }
   if (c.node.i("ceil_mode", 0) != 0) x = ceil_padded(c, x, w);
   c.outputs.push_back(from_2d(max_pool2d(x, w.kernel, w.stride, w.padding), w));
 }
 
 void run_average_pool(RunContext& c) {
-  const Window w = run_window(c, c.node.ints("kernel_shape"));
+  Window w = run_window(c, c.node.ints("kernel_shape"));
   NDArray x = as_2d(c.in(0), w);
+  // The real elements of the input, for count_include_pad 0's divisor.
+  NDArray ones = c.manager.ones(Shape{1, 1, x.shape()[2], x.shape()[3]}, x.dtype());
+  if (w.explicit_padding(true)) {  // zeros, and the divisor counts them only with count_include_pad
+    x = pad_image(c, x, w, 0.0);
+    ones = pad_image(c, ones, w, 0.0);
+    w.padding = {0, 0};
+  }
   NDArray y = avg_pool2d(x, w.kernel, w.stride, w.padding);
-  const bool padded = w.padding[0] > 0 || w.padding[1] > 0;
+  const bool padded = w.begin[0] + w.begin[1] + w.end[0] + w.end[1] > 0;
   if (padded && c.node.i("count_include_pad", 0) == 0) {
     // avg_pool2d divides by the whole window; dividing by the pool of ones
     // makes the divisor the count of real elements.
-    NDArray ones = c.manager.ones(Shape{1, 1, x.shape()[2], x.shape()[3]}, x.dtype());
     y = y.div(avg_pool2d(ones, w.kernel, w.stride, w.padding));
   }
   c.outputs.push_back(from_2d(y, w));

@@ -59,12 +59,13 @@ Window window_of(const Node& node, const std::vector<std::int64_t>& kernel, cons
     return w;
   }
   for (std::size_t a = 0; a < n; ++a) {
-    if (begin[a] != end[a]) {
-      w.problem = fmt::format("its padding is asymmetric ({} before, {} after on spatial axis {}); ndgc pads both sides "
-                              "alike", begin[a], end[a], a);
+    const std::size_t to = w.spatial == 1 ? 1 : a;
+    if (begin[a] < 0 || end[a] < 0) {
+      w.problem = fmt::format("pads ({} and {}) are negative", begin[a], end[a]);
       return w;
     }
-    w.padding[w.spatial == 1 ? 1 : a] = begin[a];
+    w.begin[to] = begin[a], w.end[to] = end[a];
+    w.padding[to] = begin[a] == end[a] ? begin[a] : 0;
   }
   return w;
 }

@@ -15,7 +15,17 @@ namespace ndgc::onnx::detail {
 struct Window {
   int spatial = 2;  // 1: the op runs on a height-1 image
   Pair kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  Pair begin{0, 0}, end{0, 0};  // the pads before and after each axis
   std::string problem;  // why ndgc cannot run it; "" when it can
+  // Pads differing between the sides, or wider than `limit` allows (the
+  // pools: half the kernel): the kernel pads the input itself first.
+  bool explicit_padding(bool half_kernel_limit) const {
+    for (int a = 0; a < 2; ++a)
+      if (begin[std::size_t(a)] != end[std::size_t(a)] ||
+          (half_kernel_limit && 2 * begin[std::size_t(a)] > kernel[std::size_t(a)]))
+        return true;
+    return false;
+  }
 };
 
 // `kernel`: the spatial kernel dims (from kernel_shape or the weight);

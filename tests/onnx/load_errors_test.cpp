@@ -83,12 +83,12 @@ TEST_CASE("onnx::load: attributes and dtypes ndgc cannot run are refused at load
   half.node("Relu", {"x"}, {"y"}, "r");
   check_refused<InvalidArgument>(half.write(dir / "half.onnx"), "FLOAT16");
 
-  GraphBuilder conv;
-  conv.input("x", {1, 1, 5, 5}).output("y", {1, 1, 5, 5});
-  conv.floats("w", {1, 1, 2, 2}, {1, 1, 1, 1});
-  auto& c = conv.node("Conv", {"x", "w"}, {"y"}, "lopsided");
-  GraphBuilder::attr(c, "pads", std::vector<std::int64_t>{0, 0, 1, 1});
-  check_refused<InvalidArgument>(conv.write(dir / "pads.onnx"), "asymmetric");
+  GraphBuilder dilated;
+  dilated.input("x", {1, 1, 5, 5}).output("y", {1, 1, 3, 3});
+  auto& d = dilated.node("MaxPool", {"x"}, {"y"}, "spread");
+  GraphBuilder::attr(d, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  GraphBuilder::attr(d, "dilations", std::vector<std::int64_t>{2, 2});
+  check_refused<InvalidArgument>(dilated.write(dir / "dilated.onnx"), "MaxPool 'spread': dilated pooling");
 }
 
 TEST_CASE("onnx::load: hostile but valid models are errors, never crashes") {

@@ -153,6 +153,23 @@ TEST_CASE("onnx::save refuses a model that was not imported") {
                        InvalidArgument);
 }
 
+TEST_CASE("onnx: Conv and MaxPool with pads that differ between the sides pad the input themselves") {
+  test::TempFolder dir("pads");
+  GraphBuilder g;
+  g.input("x", {1, 1, 3, 3}).output("y", {1, 1, 3, 3}).output("m", {1, 1, 3, 3});
+  g.floats("w", {1, 1, 2, 2}, {1, 1, 1, 1});
+  auto& conv = g.node("Conv", {"x", "w"}, {"y"}, "conv");
+  GraphBuilder::attr(conv, "pads", std::vector<std::int64_t>{0, 0, 1, 1});  // SAME_UPPER of a 2x2 kernel
+  auto& pool = g.node("MaxPool", {"x"}, {"m"}, "pool");
+  GraphBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  GraphBuilder::attr(pool, "pads", std::vector<std::int64_t>{1, 1, 0, 0});
+  onnx::Imported net = onnx::load(g.write(dir / "pads.onnx"), "pads");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDList out = net.model.block().forward(NDList{batch.arange(1, 10).reshape({1, 1, 3, 3})}, false);
+  CHECK(out[0].to_vector<float>() == std::vector<float>{12, 16, 9, 24, 28, 15, 15, 17, 9});
+  CHECK(out[1].to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9});
+}
+
 TEST_CASE("onnx::supported_ops is sorted and names the ops that run") {
   const std::vector<std::string> ops = onnx::supported_ops();
   CHECK(std::is_sorted(ops.begin(), ops.end()));
