@@ -10,14 +10,15 @@
 #include "support/assert.hpp"
 
 namespace ndgc::onnx::detail {
-namespace {
-
-constexpr std::int64_t kMaxOpset = 17;
 
 struct TypeInfo {
   std::int32_t elem = 0;
   std::optional<std::vector<std::int64_t>> dims;  // -1 for an unknown dimension
 };
+
+namespace {
+
+constexpr std::int64_t kMaxOpset = 17;
 
 TypeInfo type_info(const ::onnx::TypeProto& type) {
   TypeInfo info;
@@ -127,20 +128,41 @@ std::string general_problem(const Node& node, const Kernel* kernel, std::int64_t
 
 }  // namespace
 
+namespace {
+
+using Constants = std::unordered_map<std::string, const ::onnx::TensorProto*>;
+
+// What the check of a node reading `name` learns of that input at load.
+void describe_input(CheckContext& check, const std::string& name,
+                    const std::unordered_map<std::string, TypeInfo>& types, const Constants& constants) {
+  auto t = types.find(name);
+  const bool typed = t != types.end();
+  check.input_dtypes.push_back(typed ? dtype_of_elem(t->second.elem) : std::nullopt);
+  check.input_shapes.push_back(typed ? t->second.dims : std::nullopt);
+  auto c = constants.find(name);
+  check.constant_inputs.push_back(c == constants.end() ? nullptr : c->second);
+}
+
+}  // namespace
+
+void GraphBlock::plan_static_shapes(const std::unordered_map<std::string, TypeInfo>& types) {
+  static_shapes_.assign(slot_names_.size(), std::nullopt);
+  for (const auto& [name, t] : types) {
+    const int s = slot(name);
+    if (s < 0 || !t.dims || t.dims->size() > std::size_t(kMaxRank)) continue;
+    if (std::all_of(t.dims->begin(), t.dims->end(), [](std::int64_t d) { return d >= 0; }))
+      static_shapes_[std::size_t(s)] = Shape(*t.dims);
+  }
+}
+
 void GraphBlock::plan_steps() {
   const auto& g = model_.graph();
   const auto types = types_of(g);
-  std::unordered_map<std::string, const ::onnx::TensorProto*> constant_values;
-  for (const auto& t : g.initializer()) constant_values[t.name()] = &t;
+  plan_static_shapes(types);
+  Constants constants;
   std::vector<bool> defined(slot_names_.size(), false);
-  for (const auto& t : g.initializer()) defined[std::size_t(slot(t.name()))] = true;
+  for (const auto& t : g.initializer()) constants[t.name()] = &t, defined[std::size_t(slot(t.name()))] = true;
   for (int s : input_slots_) defined[std::size_t(s)] = true;
-
-  static_shapes_.assign(slot_names_.size(), std::nullopt);
-  for (const auto& [name, t] : types)
-    if (const int s = slot(name); s >= 0 && t.dims && std::all_of(t.dims->begin(), t.dims->end(), [](auto d) { return d >= 0; }) &&
-                                  t.dims->size() <= std::size_t(kMaxRank))
-      static_shapes_[std::size_t(s)] = Shape(*t.dims);
   std::vector<std::string> refused;
   for (int index = 0; index < g.node_size(); ++index) {
     Node node(g.node(index));
@@ -154,19 +176,13 @@ void GraphBlock::plan_steps() {
                                     "not in topological order, or has a cycle",
                                     label_, node.label(), name));
       step.inputs.push_back(s);
-      auto t = types.find(name);
-      const bool typed = t != types.end();
-      check.input_dtypes.push_back(typed ? dtype_of_elem(t->second.elem) : std::nullopt);
-      check.input_shapes.push_back(typed ? t->second.dims : std::nullopt);
-      auto c = constant_values.find(name);
-      check.constant_inputs.push_back(c == constant_values.end() ? nullptr : c->second);
+      describe_input(check, name, types, constants);
     }
     for (const auto& name : node.proto().output()) {
       step.outputs.push_back(name.empty() ? -1 : slot(name));
       if (!name.empty()) defined[std::size_t(slot(name))] = true;
     }
-    if (node.op_type() == "Constant")
-      if (const auto* t = node.t("value")) constant_values[node.proto().output(0)] = t;
+    if (const auto* t = node.op_type() == "Constant" ? node.t("value") : nullptr) constants[node.proto().output(0)] = t;
     std::string why = general_problem(node, step.kernel, opset_, types);
     if (why.empty() && step.kernel->check) why = step.kernel->check(check);
     if (!why.empty()) refused.push_back(fmt::format("  {}: {}", node.label(), why));

@@ -26,6 +26,8 @@
 
 namespace ndgc::onnx::detail {
 
+struct TypeInfo;  // what shape inference says of a value (graph_block.cpp)
+
 class GraphBlock : public nn::Block {
  public:
   GraphBlock(::onnx::ModelProto model, std::string label);
@@ -53,6 +55,7 @@ class GraphBlock : public nn::Block {
     std::vector<int> release;  // slots whose last use is this step
   };
   void plan_values();
+  void plan_static_shapes(const std::unordered_map<std::string, TypeInfo>& types);
   void plan_steps();
   void fold_constants();
   void plan_releases();
