@@ -6,6 +6,7 @@ PyTorch's outputs and its gradients of a scalar loss for a few initializers.
     /usr/bin/python3 tests/onnx/export_models.py OUT_DIR [NAME ...]
 
     /usr/bin/python3 tests/onnx/export_models.py --check NAME VALUES_JSON
+    /usr/bin/python3 tests/onnx/export_models.py --perf OUT_DIR
 
 For each NAME (default: all) writes OUT_DIR/NAME.onnx, OUT_DIR/NAME.input.bin
 (the input, float32, row-major), OUT_DIR/NAME.output.bin (PyTorch's eval-mode
@@ -124,6 +125,34 @@ def export(name, make, shape, out):
         json.dump({"shape": list(shape), "grads": grads}, f)
 
 
+class PerfTransformer(nn.Module):
+    """The benchmark's TransformerEncoder: 2 layers of d_model 128, 4 heads,
+    feed-forward 512, over 64 tokens; its output is the encoded tokens."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+def export_perf(out):
+    """--perf: resnet18 (224x224, 1000 classes) and PerfTransformer as NAME.onnx
+    (for ndgc) and NAME.pt (traced, for LibTorch's torch::jit::load)."""
+    import torchvision.models as tv
+    for name, make, shape in [("resnet18", tv.resnet18, (1, 3, 224, 224)),
+                              ("transformer", PerfTransformer, (1, 64, 128))]:
+        torch.manual_seed(0)
+        model = make().eval()
+        x = torch.randn(*shape)
+        torch.onnx.export(model, x, f"{out}/{name}.onnx", input_names=["input"], output_names=["output"],
+                          dynamic_axes={"input": {0: "N"}, "output": {0: "N"}}, opset_version=13)
+        with torch.no_grad():
+            torch.jit.trace(model, x).save(f"{out}/{name}.pt")
+
+
 def check(name, values_file):
     make, shape = models()[name]
     model = make()
@@ -147,6 +176,9 @@ def check(name, values_file):
 def main():
     if sys.argv[1] == "--check":
         sys.exit(check(sys.argv[2], sys.argv[3]))
+    if sys.argv[1] == "--perf":
+        export_perf(sys.argv[2])
+        return
     out = sys.argv[1]
     wanted = sys.argv[2:]
     for name, (make, shape) in models().items():
