@@ -112,7 +112,8 @@ NDArray to_array(const P& tensor, const ManagerRef& manager, const std::string& 
 
 void to_tensor(const NDArray& array, P& tensor) {
   tensor.clear_dims();
-  for (std::int64_t d : array.shape().dims()) tensor.add_dims(d);
+  const Shape shape = array.shape();  // dims() is a view into it: it must outlive the loop
+  for (std::int64_t d : shape.dims()) tensor.add_dims(d);
   tensor.set_data_type(elem_of_dtype(array.dtype()));
   tensor.clear_float_data();
   tensor.clear_double_data();
