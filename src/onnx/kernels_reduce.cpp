@@ -1,6 +1,9 @@
 // Reductions (ReduceSum, ReduceMean, ReduceMax, ReduceMin and the composed
-// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp) and
+// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp,
+// ReduceProd) and
 // ArgMax / ArgMin.
+#include <numbers>
+
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -9,7 +12,7 @@
 namespace ndgc::onnx::detail {
 namespace {
 
-enum class Reduce { sum, mean, max, min, sum_square, l1, l2, log_sum, log_sum_exp };
+enum class Reduce { sum, mean, max, min, sum_square, l1, l2, log_sum, log_sum_exp, prod };
 
 // The axes a node reduces: the attribute, or (ReduceSum from opset 13) the
 // input; none given means every axis, unless noop_with_empty_axes.
@@ -27,6 +30,16 @@ std::vector<int> reduced_axes(const RunContext& c, bool& noop) {
     for (int k = 0; k < rank; ++k) axes.push_back(k);
   for (std::int64_t a : given) axes.push_back(axis_in(a, rank, c.node));
   return axes;
+}
+
+// The product as sign · exp(Σ log|x|), 0 where a factor is 0: the sign from
+// the count of negative factors, cos(π n) = ±1. Its gradient, through the
+// composition, is product / x away from zeros.
+NDArray product(const NDArray& x, const std::vector<int>& axes, bool keep) {
+  const NDArray magnitude = x.abs().log().sum(axes, keep).exp();
+  const NDArray sign = x.lt(0.0).to_type(x.dtype()).sum(axes, keep).mul(std::numbers::pi).cos();
+  const NDArray has_zero = x.eq(0.0).to_type(x.dtype()).max(axes, keep).gt(0.0);
+  return where(has_zero, x.mul(0.0).sum(axes, keep), magnitude.mul(sign));
 }
 
 template <Reduce R>
@@ -50,6 +63,7 @@ void run_reduce(RunContext& c) {
     case Reduce::l2: y = x.mul(x).sum(axes, keep).sqrt(); break;
     case Reduce::log_sum: y = x.sum(axes, keep).log(); break;
     case Reduce::log_sum_exp: y = x.exp().sum(axes, keep).log(); break;
+    case Reduce::prod: y = product(x, axes, keep); break;
   }
   c.outputs.push_back(y);
 }
@@ -83,6 +97,7 @@ void add_reduce_kernels(KernelTable& t) {
   t.add("ReduceL2", {run_reduce<Reduce::l2>, floats_only});
   t.add("ReduceLogSum", {run_reduce<Reduce::log_sum>, floats_only});
   t.add("ReduceLogSumExp", {run_reduce<Reduce::log_sum_exp>, floats_only});
+  t.add("ReduceProd", {run_reduce<Reduce::prod>, floats_only});
   t.add("ArgMax", {run_arg<true>, numeric_data});
   t.add("ArgMin", {run_arg<false>, numeric_data});
 }

@@ -170,6 +170,31 @@ TEST_CASE("onnx: Conv and MaxPool with pads that differ between the sides pad th
   CHECK(out[1].to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9});
 }
 
+TEST_CASE("onnx: ReduceProd of signed factors and zeros, and its gradient (product / x away from zeros)") {
+  test::TempFolder dir("prod");
+  GraphBuilder g;
+  g.input("x", {2, 3}).output("y", {2, 1});
+  auto& n = g.node("ReduceProd", {"x"}, {"y"}, "prod");
+  GraphBuilder::attr(n, "axes", std::vector<std::int64_t>{1});
+  onnx::Imported net = onnx::load(g.write(dir / "prod.onnx"), "prod");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.create<double>({-2, 3, 0.5, -1, -4, 0}, Shape{2, 3}).to_type(DataType::float32);
+  x.set_requires_gradient(true);
+  NDArray y;
+  {
+    GradientCollector collector;
+    y = net.model.block().forward(NDList{x}, true).head();
+    collector.backward(y);
+  }
+  const auto v = y.to_vector<float>();
+  CHECK(v[0] == doctest::Approx(-3.0));
+  CHECK(v[1] == 0.0f);
+  const auto grad = x.gradient().to_vector<float>();
+  CHECK(grad[0] == doctest::Approx(1.5));   // 3 · 0.5
+  CHECK(grad[1] == doctest::Approx(-1.0));  // -2 · 0.5
+  CHECK(grad[2] == doctest::Approx(-6.0));  // -2 · 3
+}
+
 TEST_CASE("onnx::supported_ops is sorted and names the ops that run") {
   const std::vector<std::string> ops = onnx::supported_ops();
   CHECK(std::is_sorted(ops.begin(), ops.end()));
