@@ -101,7 +101,7 @@ NDArray input_of(const std::string& name, const ManagerRef& m) {
 
 TEST_CASE("PyTorch's models: outputs and gradients of every initializer match PyTorch's") {
   if (!exported()) {
-    MESSAGE("skipped: /usr/bin/python3 has no torch and torchvision (tools/bootstrap installs python3-torch)");
+    MESSAGE("skipped: /usr/bin/python3 has no torch and torchvision (tools/bootstrap --tests installs python3-torch)");
     return;
   }
   for (std::string name : {"fashion_mlp", "fashion_cnn", "squeezenet1_1", "resnet18", "mobilenet_v2", "gru_classifier",
