@@ -73,6 +73,21 @@ NDArray gather_along(const RunContext& c, const NDArray& x, const std::vector<st
   return gather_floating(x, make_ints(c, at, index_shape), axis);
 }
 
+NDArray pad_constant(const RunContext& c, NDArray x, int axis, std::int64_t before, std::int64_t after, double value) {
+  if (before < 0 || after < 0) {
+    NDIndex crop;
+    for (int k = 0; k < axis; ++k) crop.add_all();
+    crop.add_slice(std::max<std::int64_t>(-before, 0), x.shape()[axis] - std::max<std::int64_t>(-after, 0));
+    x = x.get(crop);
+  }
+  NDList parts;
+  Shape side = x.shape();
+  if (before > 0) side[axis] = before, parts.push_back(c.manager.full(side, value, x.dtype()));
+  parts.push_back(x);
+  if (after > 0) side[axis] = after, parts.push_back(c.manager.full(side, value, x.dtype()));
+  return parts.size() == 1 ? x : concat(parts, axis);
+}
+
 std::vector<std::int64_t> read_ints(const NDArray& array) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(array.size()));
   array.copy_to(out.data(), DataType::int64, out.size());

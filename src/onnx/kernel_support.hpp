@@ -33,6 +33,11 @@ int axis_in(std::int64_t axis, int rank, const Node& node);
 Shape to_shape(std::span<const std::int64_t> dims);
 // An int64 array of `values` in the run's manager.
 NDArray make_ints(const RunContext& c, const std::vector<std::int64_t>& values, const Shape& shape);
+// x with `before` and `after` elements of `value` added at the two ends of
+// `axis` (a negative count crops that end instead): concat of full arrays and
+// x, so x keeps its gradient. Pad, ConvTranspose and the windows' explicit
+// padding all use it.
+NDArray pad_constant(const RunContext& c, NDArray x, int axis, std::int64_t before, std::int64_t after, double value);
 // The elements of x at positions `at` (in [0, n), shaped `index_shape`) along
 // `axis`: an embedding lookup for floating x (it has a gradient), a host
 // gather for integer x (shape arithmetic).

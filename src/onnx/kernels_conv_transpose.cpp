@@ -28,20 +28,6 @@ NDArray spread(const RunContext& c, const NDArray& x, int axis, std::int64_t s) 
   return with_gaps.reshape(merged).get(keep);
 }
 
-// x padded with `before` and `after` zeros on `axis` (negative: cropped).
-NDArray pad_zeros(const RunContext& c, NDArray x, int axis, std::int64_t before, std::int64_t after) {
-  NDIndex crop;
-  for (int k = 0; k < axis; ++k) crop.add_all();
-  crop.add_slice(std::max<std::int64_t>(-before, 0), x.shape()[axis] - std::max<std::int64_t>(-after, 0));
-  if (before < 0 || after < 0) x = x.get(crop);
-  NDList parts;
-  Shape side = x.shape();
-  if (before > 0) side[axis] = before, parts.push_back(c.manager.zeros(side, x.dtype()));
-  parts.push_back(x);
-  if (after > 0) side[axis] = after, parts.push_back(c.manager.zeros(side, x.dtype()));
-  return parts.size() == 1 ? x : concat(parts, axis);
-}
-
 struct Axis {
   std::int64_t in, k, s, d, output_padding, pad_begin, pad_end;
 };
@@ -102,7 +88,7 @@ void run_conv_transpose(RunContext& c) {
     resolve_pads(c.node, a, i, n);
     x = spread(c, x, axis, a.s);
     const std::int64_t reach = (a.k - 1) * a.d;
-    x = pad_zeros(c, x, axis, reach - a.pad_begin, reach - a.pad_end + a.output_padding);
+    x = pad_constant(c, x, axis, reach - a.pad_begin, reach - a.pad_end + a.output_padding, 0.0);
     dilation[spatial == 1 ? 1 : i] = a.d;
   }
   if (spatial == 1) x = x.expand_dims(2), kernel = kernel.expand_dims(2);

@@ -67,17 +67,7 @@ std::string window_check(const CheckContext& c, const std::vector<std::int64_t>&
 // x [N, C, H, W] with w.begin / w.end rows and columns of `value` around it
 // (asymmetric or wide padding, which ndgc's 2-D ops do not take themselves).
 NDArray pad_image(const RunContext& c, NDArray x, const Window& w, double value) {
-  for (int a = 0; a < 2; ++a) {
-    const int axis = 2 + a;
-    NDList parts;
-    Shape side = x.shape();
-    if (w.begin[std::size_t(a)] > 0)
-      side[axis] = w.begin[std::size_t(a)], parts.push_back(c.manager.full(side, value, x.dtype()));
-    parts.push_back(x);
-    if (w.end[std::size_t(a)] > 0)
-      side[axis] = w.end[std::size_t(a)], parts.push_back(c.manager.full(side, value, x.dtype()));
-    if (parts.size() > 1) x = concat(parts, axis);
-  }
+  for (int a = 0; a < 2; ++a) x = pad_constant(c, x, 2 + a, w.begin[std::size_t(a)], w.end[std::size_t(a)], value);
   return x;
 }
 
@@ -124,10 +114,7 @@ NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w) {
     std::int64_t out = (in + 2 * p - k + s - 1) / s + 1;
     if ((out - 1) * s >= in + p) --out;
     const std::int64_t extra = (out - 1) * s + k - (in + 2 * p);
-    if (extra <= 0) continue;
-    Shape side = x.shape();
-    side[axis] = extra;
-    x = concat(NDList{x, c.manager.full(side, -std::numeric_limits<double>::infinity(), x.dtype())}, axis);
+    if (extra > 0) x = pad_constant(c, x, axis, 0, extra, -std::numeric_limits<double>::infinity());
   }
   return x;
 }

@@ -335,14 +335,7 @@ std::int64_t padded_source(std::int64_t p, std::int64_t n, bool reflect) {
 NDArray pad_axis(const RunContext& c, const NDArray& x, int axis, std::int64_t before, std::int64_t after,
                  const std::string& mode, double value) {
   const std::int64_t n = x.shape()[axis];
-  if (mode == "constant") {
-    NDList parts;
-    Shape side = x.shape();
-    if (before > 0) side[axis] = before, parts.push_back(c.manager.full(side, value, x.dtype()));
-    parts.push_back(x);
-    if (after > 0) side[axis] = after, parts.push_back(c.manager.full(side, value, x.dtype()));
-    return parts.size() == 1 ? x : concat(parts, axis);
-  }
+  if (mode == "constant") return pad_constant(c, x, axis, before, after, value);
   const bool reflect = mode == "reflect";
   if (n == 0 || (reflect && (before >= n || after >= n)))
     throw InvalidArgument(fmt::format("onnx: {}: {} padding of ({}, {}) on axis {} of length {}", c.node.label(), mode,
@@ -360,14 +353,9 @@ void run_pad(RunContext& c) {
   const int rank = y.rank();
   if (int(pads.size()) != 2 * rank)
     throw InvalidArgument(fmt::format("onnx: {}: {} pads for rank {}", c.node.label(), pads.size(), rank));
-  for (int k = 0; k < rank; ++k) {  // negative pads crop first
-    const std::int64_t b = pads[std::size_t(k)], e = pads[std::size_t(k + rank)];
-    if (b >= 0 && e >= 0) continue;
-    NDIndex index;
-    for (int j = 0; j < k; ++j) index.add_all();
-    index.add_slice(std::max<std::int64_t>(-b, 0), y.shape()[k] - std::max<std::int64_t>(-e, 0));
-    y = y.get(index);
-  }
+  for (int k = 0; k < rank; ++k)  // negative pads crop first
+    y = pad_constant(c, y, k, std::min<std::int64_t>(pads[std::size_t(k)], 0),
+                     std::min<std::int64_t>(pads[std::size_t(k + rank)], 0), 0.0);
   for (int k = 0; k < rank; ++k) {
     const std::int64_t b = std::max<std::int64_t>(pads[std::size_t(k)], 0);
     const std::int64_t e = std::max<std::int64_t>(pads[std::size_t(k + rank)], 0);
