@@ -54,6 +54,8 @@ class CudaGraph final : public ops::CapturedGraph {
 
 }  // namespace
 
+Device CudaEngine::device_of(const ops::TensorView& view) const { return Device::gpu(cuda::device_of(view.data)); }
+
 bool CudaEngine::begin_capture(Device device) {
   begin_stream_capture(device.index);
   return true;

@@ -17,6 +17,7 @@ namespace ndgc::cuda {
 
 class CudaEngine final : public ops::Engine {
  public:
+  Device device_of(const ops::TensorView& view) const override;
   bool begin_capture(Device device) override;
   std::unique_ptr<ops::CapturedGraph> end_capture(Device device) override;
   void fill(const ops::TensorView& out, double value) override;

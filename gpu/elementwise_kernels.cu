@@ -209,8 +209,8 @@ void copy(const TensorView& in, const TensorView& out, cudaStream_t stream) {
                                  cudaMemcpyDeviceToDevice, stream));
     return;
   }
-  dispatch(in.dtype, [&](auto from_tag) {
-    dispatch(out.dtype, [&](auto to_tag) { copy_typed<decltype(from_tag), decltype(to_tag)>(in, out, stream); });
+  dispatch_storage(in.dtype, [&](auto from_tag) {
+    dispatch_storage(out.dtype, [&](auto to_tag) { copy_typed<decltype(from_tag), decltype(to_tag)>(in, out, stream); });
   });
 }
 

@@ -14,7 +14,9 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.hpp"
+#include "ndgc/half.hpp"
 #include "ops/index_math.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc::cuda {
 
@@ -26,6 +28,9 @@ inline unsigned blocks_for(std::int64_t n) noexcept {
   return unsigned(b < 1 ? 1 : b > kMaxBlocks ? kMaxBlocks : b);
 }
 
+// The computing dtypes. float16 and bfloat16 never reach a typed kernel: the
+// widening engine (src/ops/half_widening.hpp) hands them over as float32. Only
+// copy() sees them, through dispatch_storage().
 template <class F>
 decltype(auto) dispatch(DataType t, F&& f) {
   switch (t) {
@@ -35,8 +40,19 @@ decltype(auto) dispatch(DataType t, F&& f) {
     case DataType::int64: return f(std::int64_t{});
     case DataType::uint8: return f(std::uint8_t{});
     case DataType::boolean: break;
+    case DataType::float16:
+    case DataType::bfloat16:
+      support::assertion_failed(__FILE__, __LINE__, "!is_half(t)", "a 16-bit view reached a float32 kernel");
   }
   return f(bool{});
+}
+
+// Every dtype, the 16-bit storage types included: for conversions.
+template <class F>
+decltype(auto) dispatch_storage(DataType t, F&& f) {
+  if (t == DataType::float16) return f(float16{});
+  if (t == DataType::bfloat16) return f(bfloat16{});
+  return dispatch(t, std::forward<F>(f));
 }
 
 __device__ inline std::int64_t global_index() { return std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }

@@ -18,7 +18,8 @@
 //   count        u32      number of parameters
 //   count times:
 //     name_len   u32      then name_len bytes of UTF-8 (the full parameter name)
-//     dtype      u8       0 float32, 1 float64, 2 int32, 3 int64, 4 uint8, 5 boolean
+//     dtype      u8       0 float32, 1 float64, 2 int32, 3 int64, 4 uint8, 5 boolean,
+//                         6 float16, 7 bfloat16 (version 1 too: older files never hold them)
 //     rank       u8       at most 8
 //     dims       rank × i64
 //     data_len   u64      size(dims) × element size

@@ -80,7 +80,7 @@ NDArray& NDArray::set_requires_gradient(bool on) {
   if (on) {
     if (!is_floating(a->dtype))
       throw DTypeMismatch(fmt::format(
-          "set_requires_gradient: {} is {}; only float32 and float64 arrays have gradients (convert with "
+          "set_requires_gradient: {} is {}; only floating arrays have gradients (convert with "
           "to_type())",
           ops::describe(*a), ndgc::to_string(a->dtype)));
     if (autograd::detail::gradient_of(*a).defined()) return *this;

@@ -152,9 +152,9 @@ class In {
   DataType dtype() const {
     std::string s = str();
     for (DataType t : {DataType::float32, DataType::float64, DataType::int32, DataType::int64, DataType::uint8,
-                       DataType::boolean})
+                       DataType::boolean, DataType::float16, DataType::bfloat16})
       if (to_string(t) == s) return t;
-    fail(fmt::format("'{}' is not a dtype (float32, float64, int32, int64, uint8, boolean)", s));
+    fail(fmt::format("'{}' is not a dtype (float32, float64, int32, int64, uint8, boolean, float16, bfloat16)", s));
   }
   Device device() const {
     std::string s = str();

@@ -85,6 +85,9 @@ MPI_Datatype mpi_type(DataType dtype) noexcept {
     case DataType::int64: return MPI_INT64_T;
     case DataType::uint8: return MPI_UINT8_T;
     case DataType::boolean: return MPI_UINT8_T;
+    // Moved as bits only: all_reduce refuses them on the host (process_group.cpp).
+    case DataType::float16:
+    case DataType::bfloat16: return MPI_UINT16_T;
   }
   return MPI_DATATYPE_NULL;
 }

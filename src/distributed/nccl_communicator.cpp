@@ -19,6 +19,8 @@ ncclDataType_t nccl_type(DataType dtype) noexcept {
     case DataType::int64: return ncclInt64;
     case DataType::uint8:
     case DataType::boolean: return ncclUint8;
+    case DataType::float16: return ncclFloat16;
+    case DataType::bfloat16: return ncclBfloat16;
   }
   return ncclUint8;
 }

@@ -245,6 +245,10 @@ Staged agree_on_all_reduce(detail::Communicator& mpi, NDArray& a, ReduceOp op, H
     if (p->dtype == DataType::boolean && op == ReduceOp::mean)
       throw DTypeMismatch(fmt::format("all_reduce: {} is boolean, which has no mean (sum and max are or, min is and)",
                                       ops::describe(*p)));
+    if (is_half(p->dtype) && p->device.is_cpu())
+      throw DTypeMismatch(fmt::format("all_reduce: {} is {}, which MPI cannot reduce; reduce a float32 copy "
+                                      "(to_type(DataType::float32)) and convert back",
+                                      ops::describe(*p), to_string(p->dtype)));
     h = detail::header_of(Collective::all_reduce, *p, std::int64_t(op));
     local.staged.emplace(a, "all_reduce");
   });

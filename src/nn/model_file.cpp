@@ -121,7 +121,7 @@ std::vector<Entry> parse(const std::filesystem::path& file, const std::vector<un
     const unsigned char* name = body.take(name_len, "a parameter name");
     e.name.assign(reinterpret_cast<const char*>(name), name_len);
     const auto code = body.get<std::uint8_t>("a dtype");
-    if (code > dtype_code(DataType::boolean)) body.fail(fmt::format("parameter '{}' has unknown dtype code {}", e.name, code));
+    if (code > dtype_code(DataType::bfloat16)) body.fail(fmt::format("parameter '{}' has unknown dtype code {}", e.name, code));
     e.dtype = static_cast<DataType>(code);
     const auto rank = body.get<std::uint8_t>("a rank");
     if (rank > kMaxRank) body.fail(fmt::format("parameter '{}' has rank {} (at most {})", e.name, rank, kMaxRank));

@@ -45,7 +45,11 @@ NDArray from_fields(const P& tensor, std::size_t count, const ManagerRef& manage
                     const std::string& label) {
   using Stored = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;  // vector<bool> has no data()
   std::vector<Stored> values;
-  if constexpr (std::is_same_v<T, float>) values = typed<T>(tensor.float_data(), count, label, tensor);
+  if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+    // int32_data holds the 16-bit patterns, one per entry (onnx.proto).
+    const std::vector<std::uint16_t> bits = typed<std::uint16_t>(tensor.int32_data(), count, label, tensor);
+    return manager.create_raw(bits.data(), dtype_of<T>, count, shape);
+  } else if constexpr (std::is_same_v<T, float>) values = typed<T>(tensor.float_data(), count, label, tensor);
   else if constexpr (std::is_same_v<T, double>) values = typed<T>(tensor.double_data(), count, label, tensor);
   else if constexpr (std::is_same_v<T, std::int64_t>) values = typed<T>(tensor.int64_data(), count, label, tensor);
   else values = typed<Stored>(tensor.int32_data(), count, label, tensor);  // int32, uint8 and bool
@@ -64,6 +68,8 @@ std::optional<DataType> dtype_of_elem(std::int32_t elem_type) noexcept {
     case P::INT64: return DataType::int64;
     case P::UINT8: return DataType::uint8;
     case P::BOOL: return DataType::boolean;
+    case P::FLOAT16: return DataType::float16;
+    case P::BFLOAT16: return DataType::bfloat16;
     default: return std::nullopt;
   }
 }
@@ -76,6 +82,8 @@ std::int32_t elem_of_dtype(DataType dtype) noexcept {
     case DataType::int64: return P::INT64;
     case DataType::uint8: return P::UINT8;
     case DataType::boolean: return P::BOOL;
+    case DataType::float16: return P::FLOAT16;
+    case DataType::bfloat16: return P::BFLOAT16;
   }
   return P::UNDEFINED;
 }
@@ -106,6 +114,8 @@ NDArray to_array(const P& tensor, const ManagerRef& manager, const std::string& 
     case DataType::int64: return from_fields<std::int64_t>(tensor, count, manager, shape, label);
     case DataType::uint8: return from_fields<std::uint8_t>(tensor, count, manager, shape, label);
     case DataType::boolean: return from_fields<bool>(tensor, count, manager, shape, label);
+    case DataType::float16: return from_fields<float16>(tensor, count, manager, shape, label);
+    case DataType::bfloat16: return from_fields<bfloat16>(tensor, count, manager, shape, label);
   }
   bad_data(label, tensor, "unknown dtype");
 }

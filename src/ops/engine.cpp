@@ -12,6 +12,7 @@
 #include "ndgc/error.hpp"
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/gpu_writes.hpp"
+#include "ops/half_widening.hpp"
 #include "support/gpu_probe.hpp"
 
 namespace ndgc::ops {
@@ -24,7 +25,8 @@ void Engine::unavailable(const char* kernel) {
 }
 
 Engine& engine(Device device) {
-  if (device.is_cpu()) return cpu::cpu_engine();
+  static Engine& cpu = *widen_half(&cpu::cpu_engine());  // Note [16-bit storage, float32 arithmetic]
+  if (device.is_cpu()) return cpu;
   // InvalidArgument naming the device and why (engine not linked, no usable
   // GPU, index out of range); the probe's first query registers the engine.
   support::check_device(device, "engine");
@@ -34,7 +36,7 @@ Engine& engine(Device device) {
 
 void register_engine(DeviceType type, Engine* e) noexcept {
   // Wrapped so that every write to GPU memory advances the write epoch (ops/gpu_writes.hpp).
-  if (type == DeviceType::gpu) g_gpu_engine.store(count_gpu_writes(e), std::memory_order_release);
+  if (type == DeviceType::gpu) g_gpu_engine.store(count_gpu_writes(widen_half(e)), std::memory_order_release);
 }
 
 TensorView contiguous_view(void* data, DataType dtype, const Shape& shape) noexcept {

@@ -112,6 +112,9 @@ class Engine {
  public:
   virtual ~Engine() = default;
 
+  // The device whose memory `view` is in (the CPU engine's are all host memory).
+  virtual Device device_of(const TensorView& /*view*/) const { return Device::cpu(); }
+
   // Device graphs (Note [Device graphs] in ops/device_graph.cpp). Between
   // begin_capture(d) and end_capture(d) on one thread, that thread's kernels
   // on d are recorded, not run (other threads' run as ever), and to_host /

@@ -36,6 +36,7 @@ class WriteCountingEngine final : public Engine {
 
   Engine* target() const noexcept { return wrapped.load(std::memory_order_relaxed); }
 
+  Device device_of(const TensorView& v) const override { return target()->device_of(v); }
   bool begin_capture(Device device) override { return target()->begin_capture(device); }
   std::unique_ptr<CapturedGraph> end_capture(Device device) override {
     std::unique_ptr<CapturedGraph> g = target()->end_capture(device);

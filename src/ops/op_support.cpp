@@ -95,7 +95,7 @@ void check_numeric(const char* op, const ArrayImpl& a) {
 
 void check_floating(const char* op, const ArrayImpl& a) {
   if (!is_floating(a.dtype))
-    throw DTypeMismatch(fmt::format("{}: {} is {}, but {} needs float32 or float64; convert it with to_type()",
+    throw DTypeMismatch(fmt::format("{}: {} is {}, but {} needs a floating dtype (float32, float64, float16, bfloat16); convert it with to_type()",
                                     op, describe(a), to_string(a.dtype), op));
 }
 

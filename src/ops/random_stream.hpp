@@ -16,6 +16,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ndgc/half.hpp"
 #include "ops/index_math.hpp"  // NDGC_HD
 
 namespace ndgc::ops::random {
@@ -59,10 +60,20 @@ NDGC_HD inline double affine(double low, double span, double u) noexcept {
 // Converts between element types without undefined behaviour: floats going
 // to integers saturate (NaN becomes 0), anything going to bool is "!= 0".
 // (The CPU kernels use this one too, through cpu/strided.hpp.)
+// float16 and bfloat16 go through float32 (exact one way; rounded once the
+// other, except from float64 and wide integers, which round twice, as
+// PyTorch's c10::Half(double) does).
+template <class T>
+inline constexpr bool kIsHalf = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+
 template <class To, class From>
 NDGC_HD inline To convert(From v) noexcept {
   if constexpr (std::is_same_v<To, From>) {
     return v;
+  } else if constexpr (kIsHalf<From>) {
+    return convert<To>(static_cast<float>(v));
+  } else if constexpr (kIsHalf<To>) {
+    return To(convert<float>(v));
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {

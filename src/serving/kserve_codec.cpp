@@ -48,6 +48,8 @@ void append_value(dom::element e, DataType dtype, std::string& out, const std::s
     double v = 0;
     if (e.get(v) != simdjson::SUCCESS) bad(fmt::format("input '{}': 'data' holds a number that is not a double", name));
     if (dtype == DataType::float32) put(static_cast<float>(v));
+    else if (dtype == DataType::float16) put(float16(static_cast<float>(v)).bits);
+    else if (dtype == DataType::bfloat16) put(bfloat16(static_cast<float>(v)).bits);
     else put(v);
     return;
   }
@@ -136,6 +138,8 @@ std::string_view kserve_datatype(DataType dtype) {
     case DataType::int64: return "INT64";
     case DataType::uint8: return "UINT8";
     case DataType::boolean: return "BOOL";
+    case DataType::float16: return "FP16";
+    case DataType::bfloat16: return "BF16";  // Triton's name; KServe v2 lists FP16 only
   }
   return "?";
 }
@@ -281,13 +285,21 @@ InferRequest decode_infer_request(std::string_view body, const TensorSpec& spec,
 
 namespace {
 
+// 16-bit floats are written as the float32 they hold exactly.
+template <class T>
+auto widened(T v) {
+  if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) return static_cast<float>(v);
+  else return v;
+}
+
 template <class T>
 void append_json_values(std::string& out, const char* data, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     if (i) out += ',';
-    T v;
-    std::memcpy(&v, data + i * std::int64_t(sizeof(T)), sizeof(T));
-    if constexpr (std::is_floating_point_v<T>) {
+    T stored;
+    std::memcpy(&stored, data + i * std::int64_t(sizeof(T)), sizeof(T));
+    const auto v = widened(stored);
+    if constexpr (std::is_floating_point_v<decltype(v)>) {
       if (std::isfinite(v)) fmt::format_to(std::back_inserter(out), "{}", v);
       else out += "null";  // JSON has no NaN or infinity
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -306,6 +318,8 @@ void append_json(std::string& out, DataType dtype, const char* data, std::int64_
     case DataType::int64: return append_json_values<std::int64_t>(out, data, n);
     case DataType::uint8: return append_json_values<std::uint8_t>(out, data, n);
     case DataType::boolean: return append_json_values<bool>(out, data, n);
+    case DataType::float16: return append_json_values<float16>(out, data, n);
+    case DataType::bfloat16: return append_json_values<bfloat16>(out, data, n);
   }
 }
 

@@ -199,7 +199,7 @@ TEST_CASE("binary ops need equal dtypes and numeric operands") {
   CHECK_THROWS_AS(flag.rsub(1.0), DTypeMismatch);
   CHECK_THROWS_WITH_AS(flag.neg(), doctest::Contains("neg"), DTypeMismatch);
   CHECK_THROWS_WITH_AS(i.exp(), doctest::Contains("exp"), DTypeMismatch);
-  CHECK_THROWS_WITH_AS(i.exp(), doctest::Contains("float32 or float64"), DTypeMismatch);
+  CHECK_THROWS_WITH_AS(i.exp(), doctest::Contains("needs a floating dtype"), DTypeMismatch);
   CHECK_THROWS_AS(i.log(), DTypeMismatch);
   CHECK_THROWS_AS(i.sqrt(), DTypeMismatch);
   CHECK_THROWS_AS(i.sigmoid(), DTypeMismatch);

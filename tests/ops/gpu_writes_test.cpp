@@ -224,8 +224,12 @@ TEST_CASE("gpu writes: note_gpu_write and CountsAsGpuWrite advance the epoch, fr
   CHECK(ops::gpu_write_epoch() == before + 4002);
 }
 
-TEST_CASE("gpu writes: the CPU engine is not wrapped") {
-  CHECK(&ops::engine(Device::cpu()) == &ops::cpu::cpu_engine());
+TEST_CASE("gpu writes: CPU kernels, 16-bit ones included, do not advance the epoch") {
+  NDManager m = NDManager::new_base_manager("cpu-epoch");
+  const std::uint64_t before = ops::gpu_write_epoch();
+  CHECK(m.ones({4}).add(1.0).sum().item<float>() == 8.0f);
+  CHECK(m.ones({4}, DataType::bfloat16).add(1.0).sum().item<float>() == 8.0f);
+  CHECK(ops::gpu_write_epoch() == before);
 }
 
 TEST_CASE("gpu writes: the layer kernels are forwarded too, each advancing the epoch once") {

@@ -13,6 +13,7 @@
 #include "ndgc/error.hpp"
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/cpu/eigen.hpp"
+#include "ops/cpu/half_convert.hpp"
 #include "ops/cpu/strided.hpp"
 
 namespace ndgc::ops::cpu {
@@ -336,9 +337,10 @@ void CpuEngine::copy(const TensorView& in, const TensorView& out) {
     }
     return;
   }
-  dispatch(in.dtype, [&](auto from_tag) {
+  if (copy_half_rows(in, out)) return;
+  dispatch_storage(in.dtype, [&](auto from_tag) {
     using From = decltype(from_tag);
-    dispatch(out.dtype, [&](auto to_tag) {
+    dispatch_storage(out.dtype, [&](auto to_tag) {
       using To = decltype(to_tag);
       parallel_for_each_row<2>({&out, &in}, [&](auto& p, auto& s, std::int64_t n) {
         To* o = reinterpret_cast<To*>(p[0]);

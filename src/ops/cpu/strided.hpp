@@ -19,10 +19,14 @@
 #include "ndgc/dtype.hpp"
 #include "ops/engine.hpp"
 #include "ops/random_stream.hpp"
+#include "support/assert.hpp"
 #include "support/parallel.hpp"
 
 namespace ndgc::ops::cpu {
 
+// The computing dtypes. float16 and bfloat16 never reach a typed kernel: the
+// widening engine (ops/half_widening.hpp) hands them over as float32. Only
+// copy() sees them, through dispatch_storage().
 template <class F>
 decltype(auto) dispatch(DataType t, F&& f) {
   switch (t) {
@@ -32,8 +36,19 @@ decltype(auto) dispatch(DataType t, F&& f) {
     case DataType::int64: return f(std::int64_t{});
     case DataType::uint8: return f(std::uint8_t{});
     case DataType::boolean: break;
+    case DataType::float16:
+    case DataType::bfloat16:
+      support::assertion_failed(__FILE__, __LINE__, "!is_half(t)", "a 16-bit view reached a float32 kernel");
   }
   return f(bool{});
+}
+
+// Every dtype, the 16-bit storage types included: for conversions.
+template <class F>
+decltype(auto) dispatch_storage(DataType t, F&& f) {
+  if (t == DataType::float16) return f(float16{});
+  if (t == DataType::bfloat16) return f(bfloat16{});
+  return dispatch(t, std::forward<F>(f));
 }
 
 // Element-type conversion (floats to integers saturate, NaN becomes 0,
