@@ -9,6 +9,7 @@
 // The umbrella header: everything public. See README.md for a tour.
 #pragma once
 
+#include "ndgc/autocast.hpp"
 #include "ndgc/autograd.hpp"
 #include "ndgc/data.hpp"
 #include "ndgc/device.hpp"
@@ -17,6 +18,7 @@
 #include "ndgc/dtype.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/gc.hpp"
+#include "ndgc/half.hpp"
 #include "ndgc/inference.hpp"
 #include "ndgc/layers.hpp"
 #include "ndgc/loss.hpp"

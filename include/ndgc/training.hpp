@@ -57,6 +57,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "ndgc/autograd.hpp"
@@ -323,6 +325,51 @@ class GradientReducer {
 // DL4J's WorkspaceMode: none (ordinary memory) or enabled (each step in a workspace).
 enum class WorkspaceMode : std::uint8_t { none, enabled };
 
+// Mixed precision (docs/half-precision.md). float32: none. bfloat16, float16:
+// the forward pass and the loss run in an Autocast region of that dtype
+// (ndgc/autocast.hpp: matmul, conv, linear and the LSTM in 16 bits; the
+// reductions, softmax, the losses and the norms in float32); parameters,
+// their gradients and the optimizer's state stay float32, and the 16-bit
+// copies of the parameters are made once per step in the step's memory.
+enum class Precision : std::uint8_t { float32, bfloat16, float16 };
+// "fp32", "bf16", "fp16" (the --precision values), and back; nullopt for another name.
+std::string_view to_string(Precision p) noexcept;
+std::optional<Precision> parse_precision(std::string_view name) noexcept;
+// The Autocast region's dtype: DataType::float32 (none), bfloat16, float16.
+DataType autocast_dtype(Precision p) noexcept;
+
+// Dynamic loss scaling for float16, with torch.cuda.amp.GradScaler's
+// semantics and defaults: the loss is multiplied by scale() before the
+// backward pass and the gradients divided by it after; a step whose
+// gradients hold an inf or NaN is skipped (the parameters and the optimizer's
+// state are left as they were) and the scale multiplied by backoff; after
+// growth_interval steps in a row without one, the scale is multiplied by growth.
+struct LossScaling {
+  double initial_scale = 65536.0;  // 2^16
+  double growth = 2.0;
+  double backoff = 0.5;
+  std::int64_t growth_interval = 2000;
+};
+
+class LossScaler {
+ public:
+  explicit LossScaler(LossScaling options = {});
+  double scale() const noexcept { return scale_; }
+  std::int64_t skipped_steps() const noexcept { return skipped_; }
+  std::int64_t steps_since_growth() const noexcept { return good_steps_; }
+  // After a backward pass of loss × scale(): divides `gradients` by scale()
+  // and returns whether they are all finite (one host read); then updates
+  // the scale. False: skip this step's update.
+  bool unscale_and_update(const NDList& gradients);
+  // The scale's update alone, for a step whose finiteness is known.
+  void update(bool finite) noexcept;
+
+ private:
+  LossScaling options_;
+  double scale_;
+  std::int64_t good_steps_ = 0, skipped_ = 0;
+};
+
 struct TrainingConfig {
   std::shared_ptr<const nn::Loss> loss;      // required
   std::shared_ptr<nn::Optimizer> optimizer;  // required
@@ -347,6 +394,11 @@ struct TrainingConfig {
   // label is not reported (the check needs a host read). InvalidArgument on
   // the CPU, with a gradient reducer or with workspaces.
   bool cuda_graph = false;
+  // Mixed precision (see Precision). float16 scales the loss (loss_scaling);
+  // it cannot run in a CUDA graph (the scaler reads the gradients' finiteness
+  // on the host every step): InvalidArgument.
+  Precision precision = Precision::float32;
+  LossScaling loss_scaling;
 };
 
 class Trainer {
@@ -384,6 +436,8 @@ class Trainer {
   // Steps replayed from the captured graph so far, and how often it was captured.
   std::int64_t graph_replays() const noexcept { return graph_replays_; }
   std::int64_t graph_captures() const noexcept { return graph_captures_; }
+  // The float16 loss scaler (null with another precision): its scale and skipped steps.
+  const LossScaler* loss_scaler() const noexcept { return scaler_.get(); }
 
   // Metrics of the epoch in progress ("loss" first, then the configured ones).
   const std::vector<std::unique_ptr<Metric>>& training_metrics() const noexcept { return train_metrics_; }
@@ -418,6 +472,7 @@ class Trainer {
   std::vector<std::map<std::string, double>> history_;
   std::string workspace_name_;
   std::unique_ptr<StepGraph> graph_;  // after manager_: goes first (its arrays are in a sub-manager)
+  std::unique_ptr<LossScaler> scaler_;
   std::int64_t graph_warmups_ = 0, graph_replays_ = 0, graph_captures_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include "ndgc/ndarray.hpp"
 #include "ops/layer_support.hpp"
 #include "ops/op_support.hpp"
+#include "ops/autocast.hpp"
 #include "ops/record.hpp"
 
 namespace ndgc {
@@ -13,6 +14,7 @@ namespace {
 using namespace ndgc::ops;
 
 NDArray softmax_impl(const NDArray& x, int axis, bool log, Site site) {
+  if (autocast::widens({&x})) return softmax_impl(autocast::widen(x, site), axis, log, site);
   detail::enter();
   const char* op = log ? "log_softmax" : "softmax";
   Pinned a(x, op);
@@ -69,6 +71,7 @@ NDArray NDArray::one_hot(std::int64_t depth, DataType dtype, Site site) const {
 // those ops, so results agree within rounding and errors are the same
 // typed errors.
 NDArray sparse_softmax_cross_entropy(const NDArray& logits, const NDArray& labels, Site site) {
+  if (autocast::widens({&logits})) return sparse_softmax_cross_entropy(autocast::widen(logits, site), labels, site);
   detail::enter();
   const char* op = "sparse_softmax_cross_entropy";
   std::int64_t rows = 0, classes = 0;

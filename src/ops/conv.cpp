@@ -25,6 +25,7 @@
 
 #include "ndgc/error.hpp"
 #include "ops/layer_support.hpp"
+#include "ops/autocast.hpp"
 #include "ops/record.hpp"
 
 namespace ndgc {
@@ -33,6 +34,9 @@ using namespace ndgc::ops;
 
 NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias, Pair stride, Pair padding,
                Pair dilation, std::int64_t groups, Site site) {
+  if (autocast::lowers({&x, &weight, &bias}))
+    return ndgc::conv2d(autocast::lower(x, x, site), autocast::lower(weight, x, site), autocast::lower(bias, x, site), stride,
+                  padding, dilation, groups, site);
   detail::enter();
   const char* op = "conv2d";
   Pinned px(x, op), pw(weight, op);

@@ -7,6 +7,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/ndarray.hpp"
 #include "ops/op_support.hpp"
+#include "ops/autocast.hpp"
 #include "ops/record.hpp"
 
 namespace ndgc {
@@ -31,7 +32,20 @@ void check_unary(Unary op, const ArrayImpl& a) {
   }
 }
 
+// Inside an autocast region: mixed floating dtypes promote (ndgc/autocast.hpp), pow to float32.
+DataType promoted(const NDArray& x, const NDArray& y) {
+  const DataType a = x.dtype(), b = y.dtype();
+  if (size_of(a) == size_of(b)) return DataType::float32;  // float16 with bfloat16
+  return size_of(a) > size_of(b) ? a : b;
+}
+
 NDArray binary(Binary op, const NDArray& x, const NDArray& y, Site site) {
+  if (autocast::promotes(x, y)) {
+    const DataType t = promoted(x, y);
+    return binary(op, autocast::promote(x, t, site), autocast::promote(y, t, site), site);
+  }
+  if (op == Binary::pow && autocast::widens({&x, &y}))
+    return binary(op, autocast::widen(x, site), autocast::widen(y, site), site);
   detail::enter();
   const char* name = name_of(op);
   Pinned a(x, name), b(y, name);
@@ -100,6 +114,7 @@ NDArray binary_scalar(Binary op, const NDArray& x, double s, bool scalar_left, S
 }
 
 NDArray unary(Unary op, const NDArray& x, Site site) {
+  if ((op == Unary::exp || op == Unary::log) && autocast::widens({&x})) return unary(op, autocast::widen(x, site), site);
   detail::enter();
   Pinned a(x, name_of(op));
   check_unary(op, *a);

@@ -4,6 +4,7 @@
 
 #include "ndgc/error.hpp"
 #include "ndgc/ndarray.hpp"
+#include "ops/autocast.hpp"
 #include "ops/op_support.hpp"
 #include "ops/record.hpp"
 
@@ -49,6 +50,7 @@ TensorView broadcast_batch(const TensorView& v, const Shape& batch) {
 }  // namespace
 
 NDArray matmul(const NDArray& x, const NDArray& y, Site site) {
+  if (autocast::lowers({&x, &y})) return ndgc::matmul(autocast::lower(x, x, site), autocast::lower(y, x, site), site);
   detail::enter();
   Pinned a(x, "matmul"), b(y, "matmul");
   check_same_device("matmul", *a, *b);
@@ -96,6 +98,8 @@ NDArray NDArray::matmul(const NDArray& other, Site site) const { return ndgc::ma
 // without matmul_add for these views) is the composition itself, so the
 // errors and results are matmul's and add's.
 NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Site site) {
+  if (autocast::lowers({&x, &weight, &bias}))
+    return ndgc::linear(autocast::lower(x, x, site), autocast::lower(weight, x, site), autocast::lower(bias, x, site), site);
   detail::enter();
   {
     Pinned a(x, "linear"), w(weight, "linear"), b(bias, "linear");

@@ -22,6 +22,7 @@
 #include "ndgc/lstm.hpp"
 #include "ops/layer_support.hpp"
 #include "ops/lstm_sequence.hpp"
+#include "ops/autocast.hpp"
 #include "ops/record.hpp"
 
 namespace ndgc {
@@ -135,6 +136,16 @@ NDArray lstm_layer(const NDArray& projection, const NDArray& w_hh, const NDArray
 }  // namespace
 
 NDList lstm(const NDArray& x, const NDList& weights, const NDArray& h0, const NDArray& c0, Site site) {
+  if (Autocast::active() != DataType::float32) {  // all operands to the region's dtype, once for every step
+    bool any = autocast::lowers({&x, &h0, &c0});
+    for (const NDArray& w : weights) any = any || autocast::lowers({&w});
+    if (any) {
+      NDList lowered;
+      for (const NDArray& w : weights) lowered.push_back(autocast::lower(w, x, site));
+      return ndgc::lstm(autocast::lower(x, x, site), lowered, autocast::lower(h0, x, site), autocast::lower(c0, x, site),
+                  site);
+    }
+  }
   detail::enter();
   const LstmShape s = check_lstm("lstm", x, weights, h0, c0);
   const std::int64_t gates = 4 * s.hidden;

@@ -15,6 +15,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/lstm.hpp"
 #include "ops/layer_support.hpp"
+#include "ops/autocast.hpp"
 #include "ops/record.hpp"
 
 namespace ndgc {
@@ -22,6 +23,9 @@ namespace ndgc {
 using namespace ndgc::ops;
 
 NDArray lstm_cell(const NDArray& input_gates, const NDArray& hidden_gates, const NDArray& c, Site site) {
+  if (autocast::lowers({&input_gates, &hidden_gates, &c}))
+    return ndgc::lstm_cell(autocast::lower(input_gates, input_gates, site), autocast::lower(hidden_gates, input_gates, site),
+                     autocast::lower(c, input_gates, site), site);
   detail::enter();
   const char* op = "lstm_cell";
   Pinned pi(input_gates, op), ph(hidden_gates, op), pc(c, op);

@@ -17,6 +17,7 @@
 
 #include "ndgc/error.hpp"
 #include "ops/layer_support.hpp"
+#include "ops/autocast.hpp"
 #include "ops/record.hpp"
 
 namespace ndgc {
@@ -37,6 +38,8 @@ void check_param(const char* op, const char* what, const ArrayImpl& x, const Arr
 }  // namespace
 
 NDArray layer_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, double eps, Site site) {
+  if (autocast::widens({&x, &gamma, &beta}))
+    return layer_norm(autocast::widen(x, site), autocast::widen(gamma, site), autocast::widen(beta, site), eps, site);
   detail::enter();
   const char* op = "layer_norm";
   Pinned px(x, op), pg(gamma, op), pb(beta, op);
@@ -67,6 +70,9 @@ NDArray layer_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, 
 
 NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, const NDArray& running_mean,
                    const NDArray& running_var, bool training, double momentum, double eps, Site site) {
+  if (autocast::widens({&x, &gamma, &beta}))
+    return batch_norm(autocast::widen(x, site), autocast::widen(gamma, site), autocast::widen(beta, site), running_mean,
+                      running_var, training, momentum, eps, site);
   detail::enter();
   const char* op = "batch_norm";
   Pinned px(x, op), pg(gamma, op), pb(beta, op), pm(running_mean, op), pv(running_var, op);

@@ -8,6 +8,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/ndarray.hpp"
 #include "ops/op_support.hpp"
+#include "ops/autocast.hpp"
 #include "ops/record.hpp"
 
 namespace ndgc {
@@ -31,6 +32,8 @@ void check_not_empty(const char* op, const ArrayImpl& a, std::uint32_t mask) {
 }
 
 NDArray reduce(Reduce op, const NDArray& x, const std::vector<int>* axes, bool keepdims, Site site) {
+  if ((op == Reduce::sum || op == Reduce::mean) && autocast::widens({&x}))
+    return reduce(op, autocast::widen(x, site), axes, keepdims, site);
   detail::enter();
   const char* name = name_of(op);
   Pinned a(x, name);

@@ -40,6 +40,7 @@
 #include <fmt/format.h>
 
 #include "ndgc/device_graph.hpp"
+#include "ndgc/autocast.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/training.hpp"
 
@@ -129,8 +130,12 @@ Trainer::Trainer(Model& model, TrainingConfig config)
       throw InvalidArgument("Trainer: cuda_graph cannot capture a gradient reducer's collectives; turn one off");
     if (config_.workspace_mode == WorkspaceMode::enabled)
       throw InvalidArgument("Trainer: cuda_graph and workspaces both own the step's memory; turn one off");
+    if (config_.precision == Precision::float16)
+      throw InvalidArgument("Trainer: float16's loss scaler reads the gradients on the host every step, which a CUDA "
+                            "graph cannot; use bfloat16 with cuda_graph");
     config_.optimizer->set_capturable(true);
   }
+  if (config_.precision == Precision::float16) scaler_ = std::make_unique<LossScaler>(config_.loss_scaling);
   parameters_ = model_.block().trainable_parameters();  // running statistics have no gradient
   for (const nn::NamedParameter& p : parameters_) parameter_arrays_.push_back(p.parameter->array());
   config_.optimizer->prepare(parameters_);
@@ -185,15 +190,24 @@ void Trainer::run_step(const NDList& data, const NDList& labels, std::int64_t ba
                        NDArray& loss) {
   {
     GradientCollector collector = new_gradient_collector();
-    predictions = model_.block().forward(data, /*training=*/true);
-    loss = config_.loss->evaluate(labels, predictions);
+    {
+      Autocast region(autocast_dtype(config_.precision));  // float32: none
+      predictions = model_.block().forward(data, /*training=*/true);
+      loss = config_.loss->evaluate(labels, predictions);
+    }
+    const NDArray scaled = scaler_ ? loss.mul(scaler_->scale()) : loss;  // Note [Loss scaling]
     GradientReducer* reducer = config_.gradient_reducer.get();
     if (reducer && reducer->begin_reduction(parameter_arrays_, batch_size))  // all-reduces start during backward
-      collector.backward(loss, parameter_arrays_, [reducer](std::size_t i) { reducer->gradient_ready(i); });
+      collector.backward(scaled, parameter_arrays_, [reducer](std::size_t i) { reducer->gradient_ready(i); });
     else
-      collector.backward(loss);
+      collector.backward(scaled);
   }
   if (config_.gradient_reducer) config_.gradient_reducer->reduce_gradients(parameter_arrays_, batch_size);
+  if (scaler_) {
+    NDList gradients;
+    for (const NDArray& p : parameter_arrays_) gradients.push_back(p.gradient());
+    if (!scaler_->unscale_and_update(gradients)) return;  // an inf or NaN: the update is skipped
+  }
   step();
 }
 
@@ -250,6 +264,7 @@ LossValue Trainer::validate_step(const data::Batch& batch, std::int64_t epoch) {
   NDList moved_data, moved_labels;
   const NDList& data = on_device(batch.data, device_, moved_data);
   const NDList& labels = on_device(batch.labels, device_, moved_labels);
+  Autocast region(autocast_dtype(config_.precision));
   NDList predictions = model_.block().forward(data, /*training=*/false);
   const LossValue value(config_.loss->evaluate(labels, predictions));
   for (auto& m : validate_metrics_) m->accumulate(labels, predictions, value);

@@ -13,7 +13,7 @@
 
 #include "ndgc/ndgc.hpp"
 
-using namespace ndgc;
+namespace ndgc {
 
 namespace {
 
@@ -139,3 +139,5 @@ TEST_CASE("16-bit element types: constexpr, dtype_of, size_of, names") {
   CHECK(std::signbit(float(bfloat16(-0.0f))));
   CHECK(std::signbit(float(float16(-0.0f))));
 }
+
+}  // namespace ndgc

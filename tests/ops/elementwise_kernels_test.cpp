@@ -39,15 +39,6 @@ const char* name(Layout l) {
   return "?";
 }
 
-template <class T>
-constexpr DataType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DataType::float32;
-  else if constexpr (std::is_same_v<T, double>) return DataType::float64;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return DataType::int32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return DataType::int64;
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return DataType::uint8;
-  else return DataType::boolean;
-}
 
 // A (kRows, kCols) operand laid out as `layout` over its own buffer.
 template <class T>
@@ -76,7 +67,7 @@ struct Operand {
       else v = T(u(rng)) / T(std::is_floating_point_v<T> ? 4 : 1);
     }
     view.data = buffer.data() + offset;
-    view.dtype = dtype_of<T>();
+    view.dtype = ndgc::dtype_of<T>;
     view.rank = 2;
     view.shape[0] = kRows, view.shape[1] = kCols;
     view.strides[0] = s0, view.strides[1] = s1;

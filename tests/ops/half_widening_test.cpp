@@ -15,7 +15,7 @@
 #include <ndgc/ndgc.hpp>
 #include <ndgc/parallel.hpp>
 
-using namespace ndgc;
+namespace ndgc {
 
 namespace {
 
@@ -269,3 +269,5 @@ TEST_CASE("16-bit: the same bits at 1, 2 and 3 threads") {
   }
   set_num_threads(before);
 }
+
+}  // namespace ndgc

@@ -23,7 +23,7 @@ void check_close(const NDArray& got, const NDArray& want, double tol) {
   }
 }
 
-NDArray random(NDManager& m, const Shape& shape, DataType dtype, std::uint64_t seed) {
+NDArray linear_input(NDManager& m, const Shape& shape, DataType dtype, std::uint64_t seed) {
   return m.create(test_data(std::size_t(shape.size()), seed, -2, 2), shape).to_type(dtype);
 }
 
@@ -34,11 +34,11 @@ TEST_CASE("linear equals matmul then add on every layout the fused path serves")
   for (DataType dt : {DataType::float32, DataType::float64}) {
     CAPTURE(to_string(dt));
     const double tol = dt == DataType::float32 ? 1e-5 : 1e-12;
-    NDArray x = random(m, {7, 5}, dt, 1), w = random(m, {5, 3}, dt, 2), b = random(m, {3}, dt, 3);
+    NDArray x = linear_input(m, {7, 5}, dt, 1), w = linear_input(m, {5, 3}, dt, 2), b = linear_input(m, {3}, dt, 3);
     check_close(linear(x, w, b), x.matmul(w).add(b), tol);
     // Transposed operands (column-major views) and a sliced, strided bias.
-    NDArray xt = random(m, {5, 7}, dt, 4).transpose(), wt = random(m, {3, 5}, dt, 5).transpose();
-    NDArray bs = random(m, {6}, dt, 6).get("::2");
+    NDArray xt = linear_input(m, {5, 7}, dt, 4).transpose(), wt = linear_input(m, {3, 5}, dt, 5).transpose();
+    NDArray bs = linear_input(m, {6}, dt, 6).get("::2");
     REQUIRE(bs.shape() == Shape{3});
     check_close(linear(xt, wt, bs), xt.matmul(wt).add(bs), tol);
     // A broadcast bias (stride 0) and an empty inner dimension (the bias alone).
@@ -51,13 +51,13 @@ TEST_CASE("linear equals matmul then add on every layout the fused path serves")
 
 TEST_CASE("linear composes the ops where the fused path does not apply, with the same results") {
   NDManager m = fresh();
-  NDArray w = random(m, {4, 3}, DataType::float32, 7), b = random(m, {3}, DataType::float32, 8);
-  NDArray batched = random(m, {2, 5, 4}, DataType::float32, 9);
+  NDArray w = linear_input(m, {4, 3}, DataType::float32, 7), b = linear_input(m, {3}, DataType::float32, 8);
+  NDArray batched = linear_input(m, {2, 5, 4}, DataType::float32, 9);
   check_close(linear(batched, w, b), batched.matmul(w).add(b), 0);
-  NDArray vec = random(m, {4}, DataType::float32, 10);
+  NDArray vec = linear_input(m, {4}, DataType::float32, 10);
   check_close(linear(vec, w, b), vec.matmul(w).add(b), 0);
-  NDArray b2 = random(m, {1, 3}, DataType::float32, 11);
-  NDArray x = random(m, {5, 4}, DataType::float32, 12);
+  NDArray b2 = linear_input(m, {1, 3}, DataType::float32, 11);
+  NDArray x = linear_input(m, {5, 4}, DataType::float32, 12);
   check_close(linear(x, w, b2), x.matmul(w).add(b2), 0);
   // Integer dtypes: the engine's matmul_add serves floating types only.
   NDArray xi = m.create(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}).to_type(DataType::int32);
