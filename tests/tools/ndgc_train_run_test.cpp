@@ -37,6 +37,23 @@ RunResult run(const Options& o) { return run_in_process(o); }
 
 }  // namespace
 
+TEST_CASE("--precision bf16 and fp16: the run learns as float32 does, and says which precision it ran") {
+  SmallData data;
+  Options o = options(data, Device::cpu(), AutoClose::on, 2);
+  o.leak = Leak::none;
+  const RunResult single = run(o);
+  for (training::Precision p : {training::Precision::bfloat16, training::Precision::float16}) {
+    CAPTURE(training::to_string(p));
+    o.precision = p;
+    const RunResult mixed = run(o);
+    CHECK(mixed.precision == training::to_string(p));
+    REQUIRE(mixed.epochs.size() == 2);
+    CHECK_FALSE(mixed.failure);
+    CHECK(mixed.epochs.back().test_accuracy > 0.5);
+    CHECK(std::abs(mixed.epochs.back().test_accuracy - single.epochs.back().test_accuracy) < 0.1);
+  }
+}
+
 TEST_CASE("--device gpu:0: the same training as on the CPU, with the GPU's memory per epoch") {
   SmallData data;
   const RunResult cpu = run(options(data, Device::cpu(), AutoClose::on));

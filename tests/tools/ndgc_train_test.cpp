@@ -498,6 +498,41 @@ TEST_CASE("options: --model mlp|cnn|lstm, in children too, on any device; a bad 
   CHECK(bad.message.find("--model") != std::string::npos);
 }
 
+TEST_CASE("options: --precision fp32|bf16|fp16, in children too; an unknown value is exit 2 listing the choices") {
+  CHECK(parse({}).options->precision == training::Precision::float32);
+  for (const char* name : {"bf16", "fp16"}) {
+    ParseOutcome p = parse({"--precision", name, "--compare"});
+    REQUIRE(p.options);
+    CHECK(training::to_string(p.options->precision) == name);
+    ParseOutcome c = parse(child_arguments(*p.options, AutoClose::on));
+    REQUIRE(c.options);
+    CHECK(c.options->precision == p.options->precision);
+  }
+  const ParseOutcome bad = parse({"--precision", "fp8"});
+  CHECK_FALSE(bad.options);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.message.find("--precision") != std::string::npos);
+  CHECK(bad.message.find("bf16") != std::string::npos);
+  CHECK(bad.message.find("fp16") != std::string::npos);
+  const ParseOutcome graphed = parse({"--precision", "fp16", "--cuda-graph", "--device", "gpu"});
+  CHECK_FALSE(graphed.options);
+  CHECK(graphed.exit_code == 2);
+  CHECK(graphed.message.find("fp16") != std::string::npos);
+}
+
+TEST_CASE("results: the precision survives JSON and reaches the CSV and the table; a document without it is fp32") {
+  RunResult r = fake_run("on", {1.0, 1.0}, {200, 200});
+  r.precision = "bf16";
+  CHECK(run_from_json(to_json(r)).precision == "bf16");
+  const std::string csv = to_csv({r});
+  CHECK(csv.find(",precision\n") != std::string::npos);
+  CHECK(csv.find(",bf16\n") != std::string::npos);
+  CHECK(format_table({r}).find("auto-close on, bf16") != std::string::npos);
+  nlohmann::json old = nlohmann::json::parse(to_json(r));
+  old.erase("precision");
+  CHECK(run_from_json(old.dump()).precision == "fp32");
+}
+
 TEST_CASE("results: the model survives JSON and reaches the report; a document without it is an MLP run") {
   RunResult r;
   r.model = "cnn";
@@ -542,11 +577,11 @@ TEST_CASE("CSV: GPU columns beside host memory on a GPU run; a failure column an
   CHECK(lines[0] ==
         "config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,gpu_allocated_bytes,gpu_allocated_mib,"
         "gpu_reserved_bytes,gpu_reserved_mib,gpu_peak_bytes,gpu_peak_mib,live_arrays,reclaimed,leaked_handles,"
-        "train_loss,test_accuracy,failure");
+        "train_loss,test_accuracy,precision,failure");
   const std::size_t columns = count(lines[0], ",") + 1;
   CHECK(lines[2].starts_with("off,2,1.500000,104857600,100.000,104858600,100.001,20971520,20.000,25165824,24.000,"
                              "22020096,21.000,130,0,0,0.500000,0.812500,"));
-  CHECK(lines[3] == "off,3,,,,,,,,,,,,,,,,,\"OutOfMemory in epoch 3, training step 42 of 200: OutOfMemory: cannot "
+  CHECK(lines[3] == "off,3,,,,,,,,,,,,,,,,,,\"OutOfMemory in epoch 3, training step 42 of 200: OutOfMemory: cannot "
                     "allocate 1.0 MiB (1048576 bytes) on gpu(0): over the limit of 24.0 MiB\"");
   CHECK(count(lines[3].substr(0, lines[3].find('"')), ",") + 1 == columns);  // the quoted cell is the last
   for (std::size_t i = 1; i < lines.size(); ++i)

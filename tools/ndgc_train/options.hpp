@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <ndgc/device.hpp>
+#include <ndgc/training.hpp>
 
 namespace ndgc::train_tool {
 
@@ -56,6 +57,7 @@ struct Options {
   std::uint64_t gpu_limit = 0;    // --gpu-limit: memory::set_limit on that GPU; 0: none
   std::int64_t memory_every = 0;  // --memory-every N: run-<config>-memory.csv every N steps; 0: none
   bool cuda_graph = false;        // --cuda-graph: the training step replayed from a CUDA graph (GPU only)
+  training::Precision precision = training::Precision::float32;  // --precision fp32|bf16|fp16
   std::filesystem::path save;     // --save FILE: the trained model as a model file (ndgc/model_file.hpp); empty: none.
                                   // With --compare, the auto-close off run's model
 };

@@ -52,6 +52,7 @@ json run_json(const RunResult& r) {
           {"compute_threads", r.compute_threads},
           {"seed", r.seed},
           {"device", r.device},
+          {"precision", r.precision},
           {"epochs", std::move(epochs)},
           {"failure", std::move(failure)},
           {"growth", r.growth ? json::parse(r.growth->to_json()) : json(nullptr)},
@@ -123,6 +124,7 @@ RunResult run_from_json(const std::string& text) {
       r.epochs.push_back(row);
     }
     r.device = value_or<std::string>(j, "device", "cpu");
+    r.precision = value_or<std::string>(j, "precision", "fp32");
     if (j.contains("failure") && !j.at("failure").is_null()) {
       const json& f = j.at("failure");
       r.failure = RunFailure{f.at("error").get<std::string>(), f.at("epoch").get<std::int64_t>(),
@@ -165,13 +167,13 @@ std::string to_csv(const std::vector<RunResult>& runs) {
   std::string out = "config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,";
   if (gpu)
     out += "gpu_allocated_bytes,gpu_allocated_mib,gpu_reserved_bytes,gpu_reserved_mib,gpu_peak_bytes,gpu_peak_mib,";
-  out += "live_arrays,reclaimed,leaked_handles,train_loss,test_accuracy";
+  out += "live_arrays,reclaimed,leaked_handles,train_loss,test_accuracy,precision";
   const RankReport* ranks = !runs.empty() && runs.front().ranks ? &*runs.front().ranks : nullptr;
   const std::string rank_header = ranks ? rank_csv_header(*ranks) : std::string();  // ",rank0_...,..."
   out += rank_header;
   out += failures ? ",failure\n" : "\n";
   // Cells between epoch and failure, left empty in a failure's row.
-  const std::size_t figures = 5 + (gpu ? 6 : 0) + 5 + std::size_t(std::count(rank_header.begin(), rank_header.end(), ','));
+  const std::size_t figures = 5 + (gpu ? 6 : 0) + 6 + std::size_t(std::count(rank_header.begin(), rank_header.end(), ','));
   for (const RunResult& r : runs) {
     for (const EpochRow& e : r.epochs) {
       out += fmt::format("{},{},{:.6f},{},{},{},{},", r.config, e.epoch, e.seconds, e.bytes_in_use,
@@ -180,8 +182,8 @@ std::string to_csv(const std::vector<RunResult>& runs) {
         out += fmt::format("{},{},{},{},{},{},", e.gpu_allocated_bytes, mib_cell(e.gpu_allocated_bytes),
                            e.gpu_reserved_bytes, mib_cell(e.gpu_reserved_bytes), e.gpu_peak_bytes,
                            mib_cell(e.gpu_peak_bytes));
-      out += fmt::format("{},{},{},{:.6f},{:.6f}{}", e.live_arrays, e.reclaimed, e.leaked_handles, e.train_loss,
-                         e.test_accuracy, r.ranks ? rank_csv_cells(*r.ranks, e.epoch) : std::string());
+      out += fmt::format("{},{},{},{:.6f},{:.6f},{}{}", e.live_arrays, e.reclaimed, e.leaked_handles, e.train_loss,
+                         e.test_accuracy, r.precision, r.ranks ? rank_csv_cells(*r.ranks, e.epoch) : std::string());
       out += failures ? ",\n" : "\n";
     }
     if (r.failure) {  // the epoch it died in: no figures, where and why

@@ -5,7 +5,7 @@
 //
 // JSON of a run:
 //   {"config": "off", "leak": "model", "batches_per_epoch": 1875, "batch_size": 32, "seed": 42,
-//    "device": "cpu" or "gpu:N",
+//    "device": "cpu" or "gpu:N", "precision": "fp32", "bf16" or "fp16",
 //    "epochs": [{"epoch": 1, "seconds": 2.31, "bytes_in_use": ..., "peak_bytes": ..., "live_arrays": ...,
 //                "reclaimed": ..., "leaked_handles": ..., "train_loss": ..., "test_accuracy": ...,
 //                "gpu_allocated_bytes": ..., "gpu_reserved_bytes": ..., "gpu_peak_bytes": ...}, ...],
@@ -14,8 +14,8 @@
 //    "failure": null or {"error": "OutOfMemory", "epoch": 3, "phase": "training", "step": 412, "steps": 1875,
 //                        "message": <the error's first line>},
 //    "ranks": <ranks.hpp's JSON under mpirun, else null>}
-// A document without "device", the gpu_* fields or "failure" (written
-// before they existed) reads as a CPU run that finished.
+// A document without "device", "precision", the gpu_* fields or "failure"
+// (written before they existed) reads as a float32 CPU run that finished.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +87,7 @@ struct RunResult {
   int compute_threads = 1;  // ndgc::num_threads() during the run
   std::uint64_t seed = 0;
   std::string device = "cpu";  // as --device spells it: "cpu", "gpu:0"
+  std::string precision = "fp32";  // as --precision spells it: "fp32", "bf16", "fp16"
   std::vector<EpochRow> epochs;  // the epochs that finished
   std::optional<debug::Diff> growth;  // needs two epochs or more
   std::vector<TraceLeak> trace_leaks;
@@ -112,7 +113,7 @@ std::string to_json(const std::vector<RunResult>& runs, int indent = 2);
 // One header line, then one row per run and epoch:
 //   config,epoch,seconds,bytes_in_use,mib_in_use,peak_bytes,peak_mib,
 //   [gpu_allocated_bytes,gpu_allocated_mib,gpu_reserved_bytes,gpu_reserved_mib,gpu_peak_bytes,gpu_peak_mib,]
-//   live_arrays,reclaimed,leaked_handles,train_loss,test_accuracy[,failure]
+//   live_arrays,reclaimed,leaked_handles,train_loss,test_accuracy,precision[,failure]
 // with the gpu_* columns when a run is on a GPU, then, when the first run has
 // ranks (mpirun), the per-rank columns of rank_csv_header, and the failure
 // column when a run ended early: such a run has one more row, for the epoch

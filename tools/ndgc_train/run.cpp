@@ -93,6 +93,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   result.compute_threads = num_threads();
   result.seed = o.seed;
   result.device = device_argument(o.device);
+  result.precision = std::string(training::to_string(o.precision));
   {
     Model& model = trained->model();
     training::TrainingConfig config;
@@ -101,6 +102,7 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     config.metrics.push_back(std::make_shared<training::Accuracy>());
     config.workspace_mode = o.workspace ? training::WorkspaceMode::enabled : training::WorkspaceMode::none;
     config.cuda_graph = o.cuda_graph;
+    config.precision = o.precision;
     auto recorder = std::make_shared<EpochRecorder>(o.device, train.batch_count(), test.batch_count());
     config.listeners.push_back(recorder);  // first: see recorder.hpp
     std::shared_ptr<RankGatherer> gatherer;

@@ -71,7 +71,10 @@ std::string format_table(const std::vector<RunResult>& runs) {
     if (r.failure) epochs = std::max(epochs, r.failure->epoch);
   }
   std::string out = fmt::format("{:>6}", "");
-  for (const RunResult& r : runs) out += " | " + centered(config_title(r.config), width);
+  for (const RunResult& r : runs) {
+    const std::string title = config_title(r.config) + (r.precision == "fp32" ? "" : ", " + r.precision);
+    out += " | " + centered(title, width);
+  }
   out += "\n" + fmt::format("{:>6}", "epoch");
   for (std::size_t i = 0; i < runs.size(); ++i) out += " | " + group_header(gpu);
   out += "\n" + std::string(6, '-');
