@@ -65,6 +65,11 @@ class Model {
 
   void save(const std::filesystem::path& file);
   void load(const std::filesystem::path& file);
+  // Converts every floating parameter (weights and running statistics) to the
+  // floating `dtype`, once: ndgc-serve --precision bf16 serves a float32 file
+  // in 16 bits this way. The old arrays close. InvalidArgument for a dtype
+  // that is not floating, naming it.
+  void cast(DataType dtype);
 
  private:
   std::string name_;

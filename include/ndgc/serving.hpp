@@ -68,6 +68,11 @@ struct ServerOptions {
   std::chrono::milliseconds read_timeout{30000};  // a request's read, and keep-alive idle
   bool workspace = false;        // each worker's batches in one reused workspace
   bool leak_translator = false;  // the demo leak (DJL 2766): one array per request in the model's manager
+  // float16 or bfloat16: every forward pass runs in an Autocast region of that
+  // dtype (ndgc/autocast.hpp), and each output is converted to its declared
+  // dtype, so requests and responses keep their datatypes. Cast the model's
+  // parameters once before serving (Model::cast) to hold them in 16 bits.
+  DataType precision = DataType::float32;
   // Non-empty: GET /v2/debug/memory (the manager tree), POST /v2/debug/snapshot,
   // GET /v2/debug/diff (debug::diff since that snapshot), each requiring
   // "Authorization: Bearer TOKEN". Empty: those paths are 404.

@@ -19,4 +19,17 @@ Shape Model::initialize(const Shape& input_shape, DataType dtype) {
   return block_->initialize(manager_, input_shape, dtype);
 }
 
+void Model::cast(DataType dtype) {
+  if (!is_floating(dtype))
+    throw InvalidArgument(fmt::format("Model '{}': cast to {}: only a floating dtype (float32, float64, float16, "
+                                      "bfloat16) holds parameters' values",
+                                      name_, to_string(dtype)));
+  for (const nn::NamedParameter& p : parameters()) {
+    NDArray old = p.parameter->array();
+    if (!is_floating(old.dtype()) || old.dtype() == dtype) continue;
+    p.parameter->set_array(old.to_type(dtype));  // in the model's manager, beside the old one
+    old.close();
+  }
+}
+
 }  // namespace ndgc

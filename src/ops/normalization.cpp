@@ -70,9 +70,11 @@ NDArray layer_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, 
 
 NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, const NDArray& running_mean,
                    const NDArray& running_var, bool training, double momentum, double eps, Site site) {
-  if (autocast::widens({&x, &gamma, &beta}))
-    return batch_norm(autocast::widen(x, site), autocast::widen(gamma, site), autocast::widen(beta, site), running_mean,
-                      running_var, training, momentum, eps, site);
+  // Running statistics update in place while training, so they are widened only when they are read alone.
+  if (autocast::widens({&x, &gamma, &beta}) || (!training && autocast::widens({&running_mean, &running_var})))
+    return batch_norm(autocast::widen(x, site), autocast::widen(gamma, site), autocast::widen(beta, site),
+                      training ? running_mean : autocast::widen(running_mean, site),
+                      training ? running_var : autocast::widen(running_var, site), training, momentum, eps, site);
   detail::enter();
   const char* op = "batch_norm";
   Pinned px(x, op), pg(gamma, op), pb(beta, op), pm(running_mean, op), pv(running_var, op);

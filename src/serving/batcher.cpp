@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "ndgc/autocast.hpp"
 #include "ndgc/autograd.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/ndlist.hpp"
@@ -149,11 +150,13 @@ std::vector<std::string> Batcher::outputs_of(const NDList& ys, std::int64_t rows
     const TensorInfo& t = spec_.outputs[k];
     Shape want{rows};
     for (std::int64_t d : t.row_shape) want.push_back(d);
-    if (ys[k].dtype() != t.dtype || !(ys[k].shape() == want))
+    // In 16 bits (ServerOptions::precision) a floating output is converted to the declared dtype.
+    const bool converts = is_half(ys[k].dtype()) && is_floating(t.dtype);
+    if ((ys[k].dtype() != t.dtype && !converts) || !(ys[k].shape() == want))
       throw InvalidArgument(fmt::format("output '{}' is {} {}, the model declares {} {}", t.name,
                                         to_string(ys[k].dtype()), ys[k].shape().to_string(), to_string(t.dtype),
                                         want.to_string()));
-    out[k].resize(ys[k].nbytes());
+    out[k].resize(std::size_t(ys[k].size()) * size_of(t.dtype));
     ys[k].copy_to(out[k].data(), t.dtype, std::size_t(ys[k].size()));
   }
   return out;
@@ -182,7 +185,12 @@ void Batcher::run(std::vector<Job>& batch, std::int64_t rows, int index) {
         for (const Job& job : batch) rows_of_all += job.request.data[k];
         xs.push_back(tensor_of(context, spec_.inputs[k], rows_of_all, rows));
       }
-      const std::vector<std::string> ys = outputs_of(model_.block().forward(xs, /*training=*/false), rows);
+      NDList predictions;
+      {
+        Autocast region(options_.precision);  // float32: none
+        predictions = model_.block().forward(xs, /*training=*/false);
+      }
+      const std::vector<std::string> ys = outputs_of(predictions, rows);
       std::int64_t row = 0;
       std::vector<const char*> at(spec_.outputs.size());
       for (const Job& job : batch) {

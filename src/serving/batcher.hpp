@@ -54,6 +54,7 @@ struct BatchOptions {
   int workers = 1;
   bool workspace = false;
   bool leak_translator = false;
+  DataType precision = DataType::float32;  // ServerOptions::precision
 };
 
 struct Job {

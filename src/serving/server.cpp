@@ -308,6 +308,7 @@ unsigned short Server::start() {
     b.workers = o.workers;
     b.workspace = o.workspace;
     b.leak_translator = o.leak_translator;
+    b.precision = o.precision;
     s.batcher = std::make_unique<Batcher>(name, *s.model, s.spec, b, *s.metrics);
   }
   HttpOptions h;

@@ -153,6 +153,22 @@ TEST_CASE("ndgc-serve: listening line, a prediction, SIGTERM exits 0 with no arr
   std::filesystem::remove(file);
 }
 
+TEST_CASE("ndgc-serve --precision bf16: a float32 model file served in 16 bits, FP32 in and out") {
+  const auto file = tiny_model_file("bf16");
+  Child child({"--model", "tiny=" + file.string(), "--port", "0", "--precision", "bf16", "--io-poll-us", "0"});
+  const unsigned short port = port_of(child.line());
+  {
+    test::Client c(port);
+    const auto r = c.post("/v2/models/tiny/infer",
+                          R"({"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]})");
+    CHECK(r.result_int() == 200);
+    CHECK(r.body().find(R"("datatype":"FP32","shape":[1,3])") != std::string::npos);
+  }
+  ::kill(child.pid, SIGTERM);
+  CHECK(child.wait() == 0);
+  std::filesystem::remove(file);
+}
+
 #if NDGC_TEST_ONNX
 // Two inputs and two outputs of two dtypes: sum = pixels + float(offset)
 // per row, twice = offset + offset.
@@ -216,6 +232,9 @@ TEST_CASE("ndgc-serve: bad command lines exit 2, a missing model file 1") {
   Child poll({"--model", "x=y", "--io-poll-us", "-1"}, true);
   CHECK(poll.line().find("--io-poll-us") != std::string::npos);
   CHECK(poll.wait() == 2);
+  Child fp8({"--model", "x=y", "--precision", "fp8"}, true);
+  CHECK(fp8.line().find("--precision") != std::string::npos);
+  CHECK(fp8.wait() == 2);
   Child tpu({"--model", "x=y", "--device", "tpu"}, true);
   CHECK(tpu.line().find("--device: must be cpu, gpu or gpu:N with N from 0 to 15") != std::string::npos);
   CHECK(tpu.wait() == 2);

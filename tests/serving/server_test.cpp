@@ -145,6 +145,36 @@ TEST_CASE("every endpoint answers as KServe v2 says") {
   CHECK(server.shutdown(std::chrono::seconds(5)));
 }
 
+TEST_CASE("precision bf16 and fp16: 16-bit parameters, FP32 requests and responses, logits near float32's") {
+  const std::vector<float> row{0.5f, -1, 2, 0.25f};
+  for (DataType t : {DataType::bfloat16, DataType::float16}) {
+    CAPTURE(to_string(t));
+    Fixture f;
+    const std::vector<float> single = f.expected(row);
+    f.model.cast(t);
+    for (const nn::NamedParameter& p : f.model.parameters()) CHECK(p.parameter->array().dtype() == t);
+    ServerOptions o = test_options();
+    o.precision = t;
+    Server server(o);
+    server.add_model("half", f.model, 4, 3);
+    Client c(server.start());
+    CHECK(c.get("/v2/models/half").body().find(R"("outputs":[{"name":"output","datatype":"FP32")") !=
+          std::string::npos);
+    const auto r = c.post("/v2/models/half/infer", infer_body(row));
+    REQUIRE(r.result_int() == 200);
+    CHECK(r.body().find(R"("datatype":"FP32")") != std::string::npos);
+    const std::vector<float> half = output_of(r.body());
+    REQUIRE(half.size() == single.size());
+    double scale = 0;
+    for (float v : single) scale = std::max(scale, double(std::fabs(v)));
+    const double bound = (t == DataType::bfloat16 ? 0x1p-8 : 0x1p-11) * 16 * std::max(scale, 1.0);
+    for (std::size_t i = 0; i < half.size(); ++i) CHECK(std::fabs(half[i] - single[i]) <= bound);
+    server.shutdown(std::chrono::seconds(5));
+  }
+  Fixture f;
+  CHECK_THROWS_WITH_AS(f.model.cast(DataType::int32), doctest::Contains("int32"), InvalidArgument);
+}
+
 TEST_CASE("each error status comes with a message naming the problem") {
   Fixture f;
   ServerOptions o = test_options();

@@ -31,6 +31,7 @@
 #include <ndgc/model_file.hpp>
 #include <ndgc/parallel.hpp>
 #include <ndgc/serving.hpp>
+#include <ndgc/training.hpp>
 #if NDGC_SERVE_HAVE_TRACE
 #include <ndgc/trace.hpp>
 #endif
@@ -52,6 +53,7 @@ struct Options {
   std::string admin_token;
   std::string device = "cpu";
   int compute_threads = 0;  // 0: the machine's intra-op threads shared by every model's workers
+  std::string precision = "fp32";
 };
 
 #if NDGC_SERVE_HAVE_TRACE
@@ -108,8 +110,14 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
   app.add_option("--admin-token", o.admin_token, "Enables the /v2/debug endpoints, which then require this token");
   app.add_option("--leak", o.leak, "none, or translator: the demo leak (DJL 2766), one array per request in the model's manager")
       ->check(CLI::IsMember({"none", "translator"}));
+  app.add_option("--precision", o.precision,
+                 "fp32, or bf16 / fp16: the model's float32 parameters converted once at load, every forward pass "
+                 "in 16 bits (matmul, conv, linear, LSTM) with float32 softmax and norms; requests and responses "
+                 "keep their datatypes")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   try {
     app.parse(argc, argv);
+    o.server.precision = ndgc::training::autocast_dtype(*ndgc::training::parse_precision(o.precision));
     o.server.max_body_bytes = ndgc::memory::parse_size(o.max_body, "--max-body-bytes");
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
@@ -132,6 +140,7 @@ int serve(const Options& o, ndgc::Device device, const sigset_t& signals) {
         return 2;
       }
       auto& m = models.emplace_back(spec.substr(eq + 1), spec.substr(0, eq), device);  // the content decides the format
+      if (o.server.precision != ndgc::DataType::float32) m.model().cast(o.server.precision);  // once, at load
       server.add_model(m.model().name(), m.model(), m.inputs(), m.outputs());
     }
     const unsigned short port = server.start();
