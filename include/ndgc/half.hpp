@@ -8,10 +8,11 @@
 //
 // They are storage types (docs/half-precision.md): ndgc's kernels widen them to
 // float32, compute, and round once when they store. Conversions follow IEEE 754:
-// round to nearest even, overflow to ±inf, NaN stays NaN (quiet, sign kept),
-// subnormals and -0 are kept. Both directions are constexpr bit arithmetic, the
-// same on every CPU and in the CUDA kernels; the CPU's F16C and AVX512-BF16
-// instructions, where the copy kernels use them, give the same bits.
+// round to nearest even, overflow to ±inf, NaN stays NaN (made quiet both
+// ways, sign and leading payload kept), subnormals and -0 are kept. Both
+// directions are constexpr bit arithmetic, the same on every CPU and in the
+// CUDA kernels; the CPU's F16C instructions, where the copy kernels use them,
+// give the same bits.
 #pragma once
 
 #include <bit>
@@ -37,7 +38,10 @@ NDGC_HALF_HD constexpr std::uint16_t bfloat16_from_float(float f) noexcept {
   if ((u & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((u >> 16) | 0x0040u);  // NaN, made quiet
   return std::uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
-NDGC_HALF_HD constexpr float float_from_bfloat16(std::uint16_t h) noexcept { return float_of(std::uint32_t(h) << 16); }
+NDGC_HALF_HD constexpr float float_from_bfloat16(std::uint16_t h) noexcept {
+  const bool nan = (h & 0x7fffu) > 0x7f80u;
+  return float_of((std::uint32_t(h) << 16) | (nan ? 0x00400000u : 0u));  // a signaling NaN arrives quiet
+}
 
 // binary16: 5 exponent bits (bias 15), 10 fraction bits. Magnitudes below
 // 2^-14 are subnormal there; float32 holds every binary16 exactly.
@@ -65,7 +69,8 @@ NDGC_HALF_HD constexpr std::uint16_t float16_from_float(float f) noexcept {
 NDGC_HALF_HD constexpr float float_from_float16(std::uint16_t h) noexcept {
   const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
   const std::uint32_t exponent = (h >> 10) & 0x1fu, fraction = h & 0x03ffu;
-  if (exponent == 0x1f) return float_of(sign | 0x7f800000u | (fraction << 13));  // inf, NaN
+  if (exponent == 0x1f)  // inf, or NaN made quiet
+    return float_of(sign | 0x7f800000u | (fraction << 13) | (fraction ? 0x00400000u : 0u));
   if (exponent != 0) return float_of(sign | ((exponent + 112u) << 23) | (fraction << 13));
   // Zero or subnormal: fraction · 2^-24, exact in float32.
   const float magnitude = float(fraction) * 5.9604644775390625e-8f;

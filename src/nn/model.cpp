@@ -28,6 +28,7 @@ void Model::cast(DataType dtype) {
     NDArray old = p.parameter->array();
     if (!is_floating(old.dtype()) || old.dtype() == dtype) continue;
     p.parameter->set_array(old.to_type(dtype));  // in the model's manager, beside the old one
+    if (old.requires_gradient()) old.gradient().close();
     old.close();
   }
 }

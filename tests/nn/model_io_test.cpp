@@ -84,6 +84,33 @@ TEST_CASE("float64 and every layout round-trip exactly") {
   std::filesystem::remove(file);
 }
 
+TEST_CASE("float16 and bfloat16 parameters round-trip bit for bit; Model::cast converts once and closes the old") {
+  for (DataType t : {DataType::float16, DataType::bfloat16}) {
+    CAPTURE(to_string(t));
+    const auto file = temp_file("half");
+    Model a("a", net());
+    a.initialize(Shape{1, 6});
+    const std::vector<float> before = a.parameters()[0].parameter->array().to_vector<float>();
+    const std::size_t arrays = a.manager().array_count();
+    a.cast(t);
+    CHECK(a.manager().array_count() == arrays);  // each old array closed as its copy came
+    const NDArray w = a.parameters()[0].parameter->array();
+    CHECK(w.dtype() == t);
+    const std::vector<float> after = w.to_vector<float>();
+    for (std::size_t i = 0; i < before.size(); ++i) CHECK(after[i] == float(w.to_type(t).to_vector<float>()[i]));
+    CHECK(after[0] == (t == DataType::float16 ? float(float16(before[0])) : float(bfloat16(before[0]))));
+    a.save(file);
+    Model b("b", net());
+    b.load(file);
+    for (std::size_t i = 0; i < a.parameters().size(); ++i) {
+      CHECK(b.parameters()[i].parameter->array().dtype() == t);
+      CHECK(b.parameters()[i].parameter->array().to_vector<float>() ==
+            a.parameters()[i].parameter->array().to_vector<float>());
+    }
+    std::filesystem::remove(file);
+  }
+}
+
 TEST_CASE("bad files raise DataError and leave the model unchanged") {
   const auto file = temp_file("good"), bad = temp_file("bad");
   Model a("a", net());

@@ -163,3 +163,36 @@ TEST_CASE("several inputs and outputs of several datatypes, in JSON and binary, 
 }
 
 }  // namespace ndgc::serving
+
+namespace ndgc::serving {
+
+TEST_CASE("FP16 and BF16: JSON numbers rounded to the 16-bit dtype, binary bits as they come, outputs as floats") {
+  TensorSpec spec;
+  spec.inputs = {{"h", DataType::float16, {2}}, {"b", DataType::bfloat16, {2}}};
+  spec.outputs = {{"y", DataType::bfloat16, {2}}, {"z", DataType::float16, {}}};
+  const InferRequest r = decode_infer_request(
+      R"({"inputs":[{"name":"h","shape":[1,2],"datatype":"FP16","data":[0.1,-65504]},)"
+      R"({"name":"b","shape":[1,2],"datatype":"BF16","data":[3.14159,1e6]}]})",
+      spec);
+  CHECK(r.data.at(0) == bytes_of<std::uint16_t>({float16(0.1f).bits, float16(-65504.0f).bits}));
+  CHECK(r.data.at(1) == bytes_of<std::uint16_t>({bfloat16(3.14159f).bits, bfloat16(1e6f).bits}));
+  const std::string y = bytes_of<std::uint16_t>({bfloat16(1.5f).bits, bfloat16(-2.0f).bits});
+  const std::string z = bytes_of<std::uint16_t>({float16(0.25f).bits});
+  CHECK(encode_infer_response("m", r, spec, {y.data(), z.data()}).body ==
+        R"({"model_name":"m","model_version":"1","outputs":[{"name":"y","datatype":"BF16","shape":[1,2],"data":[1.5,-2]},)"
+        R"({"name":"z","datatype":"FP16","shape":[1],"data":[0.25]}]})");
+  const std::string json = R"({"inputs":[{"name":"h","shape":[1,2],"datatype":"FP16","parameters":{"binary_data_size":4}},)"
+                           R"({"name":"b","shape":[1,2],"datatype":"BF16","data":[1,2]}]})";
+  const std::string body = json + bytes_of<std::uint16_t>({0x3c00, 0x7c00});
+  CHECK(decode_infer_request(body, spec, json.size()).data.at(0) == bytes_of<std::uint16_t>({0x3c00, 0x7c00}));
+  try {
+    decode_infer_request(R"({"inputs":[{"name":"h","shape":[1,2],"datatype":"FP32","data":[1,2]},)"
+                         R"({"name":"b","shape":[1,2],"datatype":"BF16","data":[1,2]}]})",
+                         spec);
+    FAIL("accepted");
+  } catch (const HttpError& e) {
+    CHECK(std::string(e.what()).find("the model takes FP16") != std::string::npos);
+  }
+}
+
+}  // namespace ndgc::serving

@@ -36,7 +36,8 @@ void narrow_bfloat16(const float* in, std::uint16_t* out, std::int64_t n) noexce
 
 void widen_bfloat16(const std::uint16_t* in, float* out, std::int64_t n) noexcept {
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint32_t u = std::uint32_t(in[i]) << 16;
+    const std::uint32_t h = in[i];
+    const std::uint32_t u = (h << 16) | ((h & 0x7fffu) > 0x7f80u ? 0x00400000u : 0u);  // NaN made quiet
     std::memcpy(out + i, &u, 4);
   }
 }
