@@ -170,6 +170,12 @@ class Engine {
   virtual bool matmul_add(const TensorView& /*a*/, const TensorView& /*b*/, const TensorView& /*out*/) {
     return false;
   }
+  // A product of 16-bit operands that the engine computes itself with float32
+  // sums (AVX512-BF16 on the CPU, tensor cores on a GPU), as matmul's views;
+  // the widening engine asks it first and widens when it returns false.
+  virtual bool matmul_16(const TensorView& /*a*/, const TensorView& /*b*/, const TensorView& /*out*/) {
+    return false;
+  }
   virtual void softmax(const TensorView& in, int axis, bool log, const TensorView& out) = 0;
   // Sparse softmax cross-entropy, fused (Note [Fused cross-entropy] in
   // ops/activations.cpp). logits: contiguous [rows, classes], floating;

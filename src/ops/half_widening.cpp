@@ -156,6 +156,7 @@ class HalfWideningEngine final : public Engine {
   }
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override {
     if (!any_half(a, b, out)) return e_.matmul(a, b, out);
+    if (e_.matmul_16(a, b, out)) return;
     Wide x(e_, a, R::in), y(e_, b, R::in), o(e_, out, R::out);
     e_.matmul(x, y, o);
     o.store();

@@ -131,7 +131,7 @@ TEST_CASE("16-bit: element-wise ops are the float32 result rounded once") {
   check_rounded_once("comparison", m, [](const NDArray& x) { return x.ge(x.mean()); });
 }
 
-TEST_CASE("16-bit: reductions, softmax and matmul accumulate in float32, rounded once") {
+TEST_CASE("16-bit: reductions and softmax accumulate in float32, rounded once (products: bf16_matmul_test.cpp)") {
   NDManager m = NDManager::new_base_manager("half-reduce");
   set_random_seed(12);
   check_rounded_once("sum", m, [](const NDArray& x) { return x.sum(); }, -2, 2, Shape{64, 33});
@@ -141,9 +141,6 @@ TEST_CASE("16-bit: reductions, softmax and matmul accumulate in float32, rounded
   check_rounded_once("argmax", m, [](const NDArray& x) { return x.argmax(1); });
   check_rounded_once("softmax", m, [](const NDArray& x) { return x.softmax(1); });
   check_rounded_once("log_softmax", m, [](const NDArray& x) { return x.log_softmax(1); });
-  check_rounded_once("matmul", m, [](const NDArray& x) { return x.matmul(x.transpose()); }, -2, 2, Shape{48, 40});
-  check_rounded_once("one row matmul", m, [](const NDArray& x) { return x.get(NDIndex("0:1")).matmul(x.transpose()); },
-                     -2, 2, Shape{17, 9});
   check_rounded_once("cross-entropy", m, [](const NDArray& x) {
     NDArray labels = x.argmin(1);
     return sparse_softmax_cross_entropy(x, labels);

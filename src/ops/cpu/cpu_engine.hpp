@@ -36,6 +36,7 @@ class CpuEngine final : public Engine {
   void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override;
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
   bool matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  bool matmul_16(const TensorView& a, const TensorView& b, const TensorView& out) override;  // bf16_matmul.cpp
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override;
   bool sparse_softmax_cross_entropy(const TensorView& logits, const TensorView& labels,
                                     const TensorView& loss) override;
@@ -112,5 +113,8 @@ class Scratch {
 // optional, not a heap object: a kernel that copies makes no heap allocation
 // beyond the cached buffer).
 const TensorView& contiguous_or_copy(const TensorView& in, std::optional<Scratch>& scratch);
+
+// Whether matmul_16 runs bfloat16 products on AVX512-BF16 here (tests, benchmarks).
+bool cpu_has_bf16_products() noexcept;
 
 }  // namespace ndgc::ops::cpu
