@@ -98,11 +98,13 @@ void im2col(const TensorView& x, const Window2d& w, const TensorView& col, cudaS
   const std::int64_t oh = out_size(w, 0, s.h), ow = out_size(w, 1, s.w);
   const std::int64_t total = s.n * s.c * w.kernel[0] * w.kernel[1] * oh * ow;
   if (total == 0) return;
-  floating(x.dtype, [&](auto tag) {
+  auto launch = [&](auto tag) {
     using T = decltype(tag);
     im2col_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x.data), s, w, oh, ow,
                                                                   static_cast<T*>(col.data), total);
-  });
+  };
+  if (is_half(x.dtype)) launch(std::uint16_t{});  // values only move: 16-bit ones as their bits
+  else floating(x.dtype, launch);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -14,7 +14,10 @@
 //     manager (its first operand's), never a parameter's: a step's copies
 //     close with the step and the model's manager does not grow.
 //   - float32: softmax, log_softmax, sparse_softmax_cross_entropy, sum, mean,
-//     layer_norm, batch_norm, exp, log, pow. Their 16-bit operands are widened.
+//     layer_norm, exp, log, pow. Their 16-bit operands are widened.
+//   - batch_norm keeps x's dtype and computes its statistics in float32 from
+//     float32 parameters (ndgc/layers.hpp); 16-bit parameters read with a
+//     float32 x are widened.
 //   - the rest runs in its operands' dtype; a binary op whose floating
 //     operands differ in dtype promotes to the wider one, as PyTorch does.
 // Outside a region an op never converts: mixed dtypes are DTypeMismatch.

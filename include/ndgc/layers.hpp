@@ -41,7 +41,9 @@ NDArray avg_pool2d(const NDArray& x, Pair kernel, Pair stride, Pair padding = {0
 // training: normalise by the batch mean and biased variance and update the
 // running statistics in place, unrecorded: running = (1 - momentum) running +
 // momentum statistic (the unbiased variance). Not training: normalise by the
-// running statistics.
+// running statistics. The four parameters share one dtype: x's, or float32
+// for a float16 or bfloat16 x (mixed precision: the statistics run in
+// float32, the output is x's dtype).
 NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, const NDArray& running_mean,
                    const NDArray& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
                    Site site = Site::current());

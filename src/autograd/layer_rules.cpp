@@ -176,13 +176,13 @@ void layer_norm_rule(LayerRule& r) {
 // otherwise the recorded running statistics are constants.
 void batch_norm_rule(LayerRule& r) {
   Pinned px = r.input(0), pg = r.input(1);
-  const DataType dt = px->dtype;
+  const DataType dt = px->dtype, pt = pg->dtype;  // pt: float32 for a 16-bit x (Note [Norms in mixed precision])
   const std::int64_t n = px->shape[0], c = px->shape[1];
   const std::int64_t spatial = n > 0 && c > 0 ? px->shape.size() / (n * c) : 0;
   if (px->shape.size() == 0) {
     if (r.needs(0)) r.out[0] = full(px->shape, dt, r.d, 0);
-    if (r.needs(1)) r.out[1] = full(pg->shape, dt, r.d, 0);
-    if (r.needs(2)) r.out[2] = full(pg->shape, dt, r.d, 0);
+    if (r.needs(1)) r.out[1] = full(pg->shape, pt, r.d, 0);
+    if (r.needs(2)) r.out[2] = full(pg->shape, pt, r.d, 0);
     return;
   }
   Scratch kx, mean, var, dx, dgamma, dbeta;
@@ -190,7 +190,7 @@ void batch_norm_rule(LayerRule& r) {
   TensorView mv, vv;
   std::optional<Pinned> pm, pv;
   if (r.node.op.training) {
-    mean = Scratch(Shape{c}, dt, r.d), var = Scratch(Shape{c}, dt, r.d);
+    mean = Scratch(Shape{c}, pt, r.d), var = Scratch(Shape{c}, pt, r.d);
     r.engine().batch_norm_stats(xv, mean.view(), var.view());
     mv = mean.view(), vv = var.view();
   } else {
@@ -199,8 +199,8 @@ void batch_norm_rule(LayerRule& r) {
   }
   TensorView dxv{}, dgv{}, dbv{};
   if (r.needs(0)) dx = Scratch(px->shape, dt, r.d), dxv = with(dx.view(), {n, c, spatial}, {c * spatial, spatial, 1});
-  if (r.needs(1)) dgamma = Scratch(pg->shape, dt, r.d), dgv = dgamma.view();
-  if (r.needs(2)) dbeta = Scratch(pg->shape, dt, r.d), dbv = dbeta.view();
+  if (r.needs(1)) dgamma = Scratch(pg->shape, pt, r.d), dgv = dgamma.view();
+  if (r.needs(2)) dbeta = Scratch(pg->shape, pt, r.d), dbv = dbeta.view();
   const TensorView gv = with(r.g.view(), {n, c, spatial}, {c * spatial, spatial, 1});
   r.engine().batch_norm_backward(xv, mv, vv, view(pg), gv, r.node.op.scalar, r.node.op.training, dxv, dgv, dbv);
   if (r.needs(0)) r.out[0] = std::move(dx);

@@ -224,6 +224,10 @@ class Engine {
   // device named and nothing left behind; the defaults below throw InvalidArgument
   // naming the kernel, for a caller that did not ask.
   virtual bool has_layer_kernels() const noexcept { return false; }
+  // Whether batch_norm_stats, batch_norm and batch_norm_backward take a
+  // float16 or bfloat16 x (and g, dx, out) with float32 statistics and
+  // parameters themselves; otherwise the widening engine widens those views.
+  virtual bool batch_norm_16() const noexcept { return false; }
   // How many of `images` images conv2d and its gradient put through im2col
   // at a time, each image `bytes` of columns (Note [Convolution as GEMM] in
   // ops/conv.cpp). All of them by default: one im2col and one batched GEMM,

@@ -2,6 +2,7 @@
 // ops/half_widening.hpp.
 #include "ops/half_widening.hpp"
 
+#include <algorithm>
 #include <cstddef>
 
 #include "memory/allocator.hpp"
@@ -58,6 +59,32 @@ class Wide {
 
 using R = Role;
 
+// Note [Widening in slices]
+// Widening a whole operand costs float32 scratch of its full size: for a
+// 16-bit step's activations that is twice their bytes again, per operand, at
+// the moment the op runs, and the step's peak grows by it. Where every output
+// element depends only on the inputs at its own position along axis 0 (the
+// element-wise kernels, and the pools and col2im per image), the call runs
+// slice by slice of axis 0 instead, each at most kSliceElements elements, so
+// the scratch stays a few hundred KiB (and in cache) whatever the operand's
+// size. The float32 kernel computes each element as it would have whole, so
+// the bits are the same.
+constexpr std::int64_t kSliceElements = std::int64_t(1) << 16;
+
+// f(start, length) over slices of axis 0 of `shape_of` (whole when rank 0 or one row).
+template <class F>
+void by_slices(const TensorView& shape_of, F&& f) {
+  if (shape_of.rank == 0 || shape_of.shape[0] <= 1) return f(std::int64_t(0), shape_of.rank ? shape_of.shape[0] : 1);
+  const std::int64_t rows = shape_of.shape[0], per_row = std::max<std::int64_t>(shape_of.size() / rows, 1);
+  const std::int64_t step = std::max<std::int64_t>(1, kSliceElements / per_row);
+  for (std::int64_t start = 0; start < rows; start += step) f(start, std::min(step, rows - start));
+}
+
+// `v` narrowed to [start, start + length) of axis 0, when it has that axis.
+TensorView slice(const TensorView& v, std::int64_t start, std::int64_t length) {
+  return v.rank == 0 ? v : v.narrow(0, start, length);
+}
+
 class HalfWideningEngine final : public Engine {
  public:
   explicit HalfWideningEngine(Engine* inner) : e_(*inner) {}
@@ -66,6 +93,7 @@ class HalfWideningEngine final : public Engine {
   bool begin_capture(Device device) override { return e_.begin_capture(device); }
   std::unique_ptr<CapturedGraph> end_capture(Device device) override { return e_.end_capture(device); }
   bool has_layer_kernels() const noexcept override { return e_.has_layer_kernels(); }
+  bool batch_norm_16() const noexcept override { return e_.batch_norm_16(); }
   std::int64_t im2col_images(std::int64_t images, std::int64_t bytes) const noexcept override {
     return e_.im2col_images(images, bytes);
   }
@@ -112,34 +140,46 @@ class HalfWideningEngine final : public Engine {
   // ---- element-wise ------------------------------------------------------------
   void unary(Unary op, const TensorView& in, const TensorView& out) override {
     if (!any_half(in, out)) return e_.unary(op, in, out);
-    Wide x(e_, in, R::in), o(e_, out, R::out);
-    e_.unary(op, x, o);
-    o.store();
+    by_slices(out, [&](std::int64_t at, std::int64_t n) {  // Note [Widening in slices]
+      Wide x(e_, slice(in, at, n), R::in), o(e_, slice(out, at, n), R::out);
+      e_.unary(op, x, o);
+      o.store();
+    });
   }
   void binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) override {
     if (!any_half(a, b, out)) return e_.binary(op, a, b, out);
-    Wide x(e_, a, R::in), y(e_, b, R::in), o(e_, out, R::out);
-    e_.binary(op, x, y, o);
-    o.store();
+    by_slices(out, [&](std::int64_t at, std::int64_t n) {
+      Wide x(e_, slice(a, at, n), R::in), y(e_, slice(b, at, n), R::in), o(e_, slice(out, at, n), R::out);
+      e_.binary(op, x, y, o);
+      o.store();
+    });
   }
   void binary_scalar(Binary op, const TensorView& a, double s, bool scalar_left, const TensorView& out) override {
     if (!any_half(a, out)) return e_.binary_scalar(op, a, s, scalar_left, out);
-    Wide x(e_, a, R::in), o(e_, out, R::out);
-    e_.binary_scalar(op, x, s, scalar_left, o);
-    o.store();
+    by_slices(out, [&](std::int64_t at, std::int64_t n) {
+      Wide x(e_, slice(a, at, n), R::in), o(e_, slice(out, at, n), R::out);
+      e_.binary_scalar(op, x, s, scalar_left, o);
+      o.store();
+    });
   }
   void where(const TensorView& condition, const TensorView& a, const TensorView& b, const TensorView& out) override {
     if (!any_half(a, b, out)) return e_.where(condition, a, b, out);
-    Wide x(e_, a, R::in), y(e_, b, R::in), o(e_, out, R::out);
-    e_.where(condition, x, y, o);
-    o.store();
+    by_slices(out, [&](std::int64_t at, std::int64_t n) {
+      Wide x(e_, slice(a, at, n), R::in), y(e_, slice(b, at, n), R::in), o(e_, slice(out, at, n), R::out);
+      e_.where(slice(condition, at, n), x, y, o);
+      o.store();
+    });
   }
   bool relu_backward(const TensorView& x, const TensorView& g, const TensorView& out) override {
     if (!any_half(x, g, out)) return e_.relu_backward(x, g, out);
-    Wide wx(e_, x, R::in), wg(e_, g, R::in), o(e_, out, R::out);
-    if (!e_.relu_backward(wx, wg, o)) return false;
-    o.store();
-    return true;
+    bool served = true;
+    by_slices(out, [&](std::int64_t at, std::int64_t n) {
+      if (!served) return;
+      Wide wx(e_, slice(x, at, n), R::in), wg(e_, slice(g, at, n), R::in), o(e_, slice(out, at, n), R::out);
+      served = e_.relu_backward(wx, wg, o);
+      if (served) o.store();
+    });
+    return served;
   }
 
   // ---- reductions, products, softmax ---------------------------------------------
@@ -166,7 +206,7 @@ class HalfWideningEngine final : public Engine {
   }
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override {
     if (!any_half(in, out)) return e_.softmax(in, axis, log, out);
-    Wide x(e_, in, R::in), o(e_, out, R::out);
+    Wide x(e_, in, R::in), o(e_, out, R::out);  // whole: the kernel's row blocking depends on the row count
     e_.softmax(x, axis, log, o);
     o.store();
   }
@@ -205,48 +245,62 @@ class HalfWideningEngine final : public Engine {
 
   // ---- layers --------------------------------------------------------------------
   void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override {
-    if (!any_half(x, col)) return e_.im2col(x, w, col);
+    // Values only move: every engine's im2col takes 16-bit views as they are.
+    if (!any_half(x, col) || (x.dtype == col.dtype && half(x) && half(col))) return e_.im2col(x, w, col);
     Wide wx(e_, x, R::in), o(e_, col, R::out);
     e_.im2col(wx, w, o);
     o.store();
   }
   void col2im(const TensorView& col, const Window2d& w, const TensorView& dx) override {
     if (!any_half(col, dx)) return e_.col2im(col, w, dx);
-    Wide c(e_, col, R::in), o(e_, dx, R::out);
-    e_.col2im(c, w, o);
-    o.store();
+    by_slices(dx, [&](std::int64_t at, std::int64_t n) {  // image by image: col's axis 0 is dx's
+      Wide c(e_, slice(col, at, n), R::in), o(e_, slice(dx, at, n), R::out);
+      e_.col2im(c, w, o);
+      o.store();
+    });
   }
   void pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out) override {
     if (!any_half(x, out)) return e_.pool2d(max, x, w, out);
-    Wide wx(e_, x, R::in), o(e_, out, R::out);
-    e_.pool2d(max, wx, w, o);
-    o.store();
+    by_slices(x, [&](std::int64_t at, std::int64_t n) {  // image by image
+      Wide wx(e_, slice(x, at, n), R::in), o(e_, slice(out, at, n), R::out);
+      e_.pool2d(max, wx, w, o);
+      o.store();
+    });
   }
   void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const Window2d& w,
                        const TensorView& dx) override {
     if (!any_half(x, g, dx)) return e_.pool2d_backward(max, x, g, w, dx);
-    Wide wx(e_, x, R::in), wg(e_, g, R::in), o(e_, dx, R::out);
-    e_.pool2d_backward(max, wx, wg, w, o);
-    o.store();
+    by_slices(x, [&](std::int64_t at, std::int64_t n) {
+      Wide wx(e_, slice(x, at, n), R::in), wg(e_, slice(g, at, n), R::in), o(e_, slice(dx, at, n), R::out);
+      e_.pool2d_backward(max, wx, wg, w, o);
+      o.store();
+    });
   }
   void gelu(const TensorView& x, const TensorView& out) override {
     if (!any_half(x, out)) return e_.gelu(x, out);
-    Wide wx(e_, x, R::in), o(e_, out, R::out);
-    e_.gelu(wx, o);
-    o.store();
+    by_slices(out, [&](std::int64_t at, std::int64_t n) {
+      Wide wx(e_, slice(x, at, n), R::in), o(e_, slice(out, at, n), R::out);
+      e_.gelu(wx, o);
+      o.store();
+    });
   }
   void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) override {
     if (!any_half(x, g, dx)) return e_.gelu_backward(x, g, dx);
-    Wide wx(e_, x, R::in), wg(e_, g, R::in), o(e_, dx, R::out);
-    e_.gelu_backward(wx, wg, o);
-    o.store();
+    by_slices(dx, [&](std::int64_t at, std::int64_t n) {
+      Wide wx(e_, slice(x, at, n), R::in), wg(e_, slice(g, at, n), R::in), o(e_, slice(dx, at, n), R::out);
+      e_.gelu_backward(wx, wg, o);
+      o.store();
+    });
   }
   void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
                const TensorView& out) override {
     if (!any_half(x, out)) return e_.dropout(x, p, seed, offset, out);
-    Wide wx(e_, x, R::in), o(e_, out, R::out);
-    e_.dropout(wx, p, seed, offset, o);
-    o.store();
+    const std::int64_t per_row = out.rank && out.shape[0] ? out.size() / out.shape[0] : 0;
+    by_slices(out, [&](std::int64_t at, std::int64_t n) {  // element i draws (seed, offset + i), i row-major
+      Wide wx(e_, slice(x, at, n), R::in), o(e_, slice(out, at, n), R::out);
+      e_.dropout(wx, p, seed, offset + std::uint64_t(at * per_row), o);
+      o.store();
+    });
   }
   void embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) override {
     if (!any_half(weight, out)) return e_.embedding(indices, weight, out);
@@ -276,14 +330,15 @@ class HalfWideningEngine final : public Engine {
     odx.store(), odg.store(), odb.store();
   }
   void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var) override {
-    if (!any_half(x, mean, var)) return e_.batch_norm_stats(x, mean, var);
+    if (!any_half(x, mean, var) || native_norm(mean)) return e_.batch_norm_stats(x, mean, var);
     Wide wx(e_, x, R::in), om(e_, mean, R::out), ov(e_, var, R::out);
     e_.batch_norm_stats(wx, om, ov);
     om.store(), ov.store();
   }
   void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var, const TensorView& gamma,
                   const TensorView& beta, double eps, const TensorView& out) override {
-    if (!any_half(x, mean, var, gamma, beta, out)) return e_.batch_norm(x, mean, var, gamma, beta, eps, out);
+    if (!any_half(x, mean, var, gamma, beta, out) || native_norm(gamma, mean, var, beta))
+      return e_.batch_norm(x, mean, var, gamma, beta, eps, out);
     Wide wx(e_, x, R::in), wm(e_, mean, R::in), wv(e_, var, R::in), wgm(e_, gamma, R::in), wb(e_, beta, R::in);
     Wide o(e_, out, R::out);
     e_.batch_norm(wx, wm, wv, wgm, wb, eps, o);
@@ -292,7 +347,7 @@ class HalfWideningEngine final : public Engine {
   void batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
                            const TensorView& gamma, const TensorView& g, double eps, bool training,
                            const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) override {
-    if (!any_half(x, mean, var, gamma, g, dx, dgamma, dbeta))
+    if (!any_half(x, mean, var, gamma, g, dx, dgamma, dbeta) || native_norm(gamma, mean, var, dgamma, dbeta))
       return e_.batch_norm_backward(x, mean, var, gamma, g, eps, training, dx, dgamma, dbeta);
     Wide wx(e_, x, R::in), wm(e_, mean, R::in), wv(e_, var, R::in), wgm(e_, gamma, R::in), wg(e_, g, R::in);
     Wide odx(e_, dx, R::out), odg(e_, dgamma, R::out), odb(e_, dbeta, R::out);
@@ -318,6 +373,12 @@ class HalfWideningEngine final : public Engine {
   }
 
  private:
+  // The engine takes a 16-bit x with these float32 statistics and parameters itself.
+  template <class... V>
+  bool native_norm(const V&... params) const noexcept {
+    return e_.batch_norm_16() && ((params.data == nullptr || params.dtype == DataType::float32) && ...);
+  }
+
   Engine& e_;
 };
 

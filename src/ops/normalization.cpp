@@ -26,9 +26,14 @@ using namespace ndgc::ops;
 
 namespace {
 
+// Note [Norms in mixed precision]
+// A 16-bit x may come with float32 parameters (gamma, beta, the running
+// statistics): the statistics then run in float32 (the kernels widen x) and
+// the running statistics keep their precision across steps, as PyTorch's
+// batch norm under autocast does. The output keeps x's dtype.
 void check_param(const char* op, const char* what, const ArrayImpl& x, const ArrayImpl& p, const Shape& want,
                  const char* meaning) {
-  check_same_dtype(op, x, p);
+  if (!(is_half(x.dtype) && p.dtype == DataType::float32)) check_same_dtype(op, x, p);
   check_same_device(op, x, p);
   if (!(p.shape == want))
     throw ShapeMismatch(fmt::format("{}: {} {} must have shape {} ({}) for x {}", op, what, describe(p),
@@ -70,9 +75,11 @@ NDArray layer_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, 
 
 NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, const NDArray& running_mean,
                    const NDArray& running_var, bool training, double momentum, double eps, Site site) {
-  // Running statistics update in place while training, so they are widened only when they are read alone.
-  if (autocast::widens({&x, &gamma, &beta}) || (!training && autocast::widens({&running_mean, &running_var})))
-    return batch_norm(autocast::widen(x, site), autocast::widen(gamma, site), autocast::widen(beta, site),
+  // x keeps its dtype (Note [Norms in mixed precision]); 16-bit parameters read with a float32 x are widened
+  // (running statistics update in place while training, so only when they are read alone).
+  if (Autocast::active() != DataType::float32 && x.defined() && x.dtype() == DataType::float32 &&
+      (autocast::widens({&gamma, &beta}) || (!training && autocast::widens({&running_mean, &running_var}))))
+    return batch_norm(x, autocast::widen(gamma, site), autocast::widen(beta, site),
                       training ? running_mean : autocast::widen(running_mean, site),
                       training ? running_var : autocast::widen(running_var, site), training, momentum, eps, site);
   detail::enter();
@@ -88,6 +95,7 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, 
   check_param(op, "beta", *px, *pb, channels, "one per channel");
   check_param(op, "running_mean", *px, *pm, channels, "one per channel");
   check_param(op, "running_var", *px, *pv, channels, "one per channel");
+  for (const ArrayImpl* p : {pb.get(), pm.get(), pv.get()}) check_same_dtype(op, *pg, *p);
   if (!(eps >= 0)) throw InvalidArgument(fmt::format("{}: eps {} must be >= 0", op, eps));
   if (!(momentum >= 0 && momentum <= 1))
     throw InvalidArgument(fmt::format("{}: momentum {} is outside [0, 1]", op, momentum));
@@ -112,8 +120,8 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta, 
     TensorView ov = xv;
     ov.data = out->data();
     if (training) {
-      auto mean = new_output(channels, px->dtype, px->device, site, op);
-      auto var = new_output(channels, px->dtype, px->device, site, op);
+      auto mean = new_output(channels, pg->dtype, px->device, site, op);  // the parameters' precision
+      auto var = new_output(channels, pg->dtype, px->device, site, op);
       const TensorView mv = view_of(*mean), vv = view_of(*var);
       e.batch_norm_stats(xv, mv, vv);
       e.batch_norm(xv, mv, vv, view_of(*pg), view_of(*pb), eps, ov);

@@ -268,3 +268,50 @@ TEST_CASE("16-bit: the same bits at 1, 2 and 3 threads") {
 }
 
 }  // namespace ndgc
+
+namespace ndgc {
+
+TEST_CASE("16-bit: operands larger than a slice give the same bits as float32 rounded (Note [Widening in slices])") {
+  NDManager m = NDManager::new_base_manager("half-slices");
+  set_random_seed(41);
+  const Shape big{300, 501};  // 150,300 elements: three slices of axis 0
+  check_rounded_once("big tanh", m, [](const NDArray& x) { return x.tanh(); }, -2, 2, big);
+  check_rounded_once("big broadcast sub", m, [](const NDArray& x) { return x.sub(x.get(NDIndex("0"))); }, -2, 2, big);
+  check_rounded_once("big where", m, [](const NDArray& x) { return where(x.gt(0.0), x, x.mul(0.5)); }, -2, 2, big);
+  check_rounded_once("big dropout", m, [](const NDArray& x) {
+    set_random_seed(8);
+    return dropout(x, 0.3, true);
+  }, -2, 2, big);
+  // Per-image kernels (pools, col2im) in slices of images: the batch's bits are each image's alone.
+  for (DataType t : kHalves) {
+    CAPTURE(to_string(t));
+    NDArray x = representable(m, {40, 3, 24, 24}, t, -1, 1).set_requires_gradient(true);
+    NDArray k = representable(m, {4, 3, 3, 3}, t, -1, 1);
+    auto net = [&](const NDArray& images) {
+      return max_pool2d(conv2d(images, k, NDArray{}, {1, 1}, {1, 1}).relu(), {2, 2}, {2, 2});
+    };
+    NDArray y;
+    {
+      GradientCollector c;
+      y = net(x);
+      c.backward(y.to_type(DataType::float32).sum());
+    }
+    const std::vector<float> batch_y = y.to_vector<float>(), batch_dx = x.gradient().to_vector<float>();
+    std::vector<float> image_y, image_dx;
+    for (std::int64_t i = 0; i < 40; ++i) {
+      NDArray one = x.get(NDIndex().add_slice(i, i + 1)).dup().set_requires_gradient(true);
+      NDArray yi;
+      {
+        GradientCollector c;
+        yi = net(one);
+        c.backward(yi.to_type(DataType::float32).sum());
+      }
+      for (float v : yi.to_vector<float>()) image_y.push_back(v);
+      for (float v : one.gradient().to_vector<float>()) image_dx.push_back(v);
+    }
+    CHECK(batch_y == image_y);
+    CHECK(batch_dx == image_dx);
+  }
+}
+
+}  // namespace ndgc

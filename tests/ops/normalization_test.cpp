@@ -133,3 +133,37 @@ TEST_CASE("batch_norm: errors name what is wrong; a failed call leaves nothing a
 }
 
 }  // namespace ops_test
+
+namespace ops_test {
+
+TEST_CASE("batch_norm: a 16-bit x with float32 parameters: float32 statistics, x's dtype out, float32 gradients") {
+  NDManager m = fresh();
+  for (DataType t : {DataType::bfloat16, DataType::float16}) {
+    CAPTURE(to_string(t));
+    set_random_seed(9);
+    NDArray x = m.random_normal({8, 3, 2, 2}).mul(2.0).add(1.0).to_type(t);
+    NDArray gamma = m.ones({3}).set_requires_gradient(true), beta = m.zeros({3}).set_requires_gradient(true);
+    NDArray mean = m.zeros({3}), var = m.ones({3});
+    NDArray mean32 = m.zeros({3}), var32 = m.ones({3});
+    NDArray y;
+    {
+      GradientCollector c;
+      y = batch_norm(x, gamma, beta, mean, var, true);
+      c.backward(y.to_type(DataType::float32).mul(m.random_normal({8, 3, 2, 2})).sum());
+    }
+    const NDArray y32 = batch_norm(x.to_type(DataType::float32), m.ones({3}), m.zeros({3}), mean32, var32, true);
+    CHECK(y.dtype() == t);
+    CHECK(mean.dtype() == DataType::float32);
+    CHECK(gamma.gradient().dtype() == DataType::float32);
+    // The running statistics are the float32 ones of the same values, to the bit.
+    CHECK(mean.to_vector<float>() == mean32.to_vector<float>());
+    CHECK(var.to_vector<float>() == var32.to_vector<float>());
+    CHECK(y.to_vector<float>() == y32.to_type(t).to_vector<float>());  // float32 arithmetic, rounded once
+    CHECK_THROWS_AS(batch_norm(x, gamma, beta, mean.to_type(DataType::float64), var, true), DTypeMismatch);
+    CHECK_THROWS_AS(batch_norm(x.to_type(DataType::float32), gamma.to_type(t), beta.to_type(t), mean.to_type(t),
+                               var.to_type(t), true),
+                    DTypeMismatch);  // float32 x, 16-bit parameters: outside autocast, no conversion
+  }
+}
+
+}  // namespace ops_test

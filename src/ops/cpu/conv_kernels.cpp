@@ -31,7 +31,7 @@ void CpuEngine::im2col(const TensorView& x, const Window2d& w, const TensorView&
   const std::int64_t oh = conv::out_size(h, w.kernel[0], w.stride[0], w.padding[0], w.dilation[0]);
   const std::int64_t ow = conv::out_size(wd, w.kernel[1], w.stride[1], w.padding[1], w.dilation[1]);
   const std::int64_t rows = c * w.kernel[0] * w.kernel[1], cols = oh * ow;
-  floating(x.dtype, "im2col", [&](auto tag) {
+  moving(x.dtype, "im2col", [&](auto tag) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x.data);
     T* out = static_cast<T*>(col.data);

@@ -37,6 +37,7 @@ class CpuEngine final : public Engine {
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
   bool matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) override;
   bool matmul_16(const TensorView& a, const TensorView& b, const TensorView& out) override;  // bf16_matmul.cpp
+  bool batch_norm_16() const noexcept override { return true; }  // norm_kernels.cpp
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override;
   bool sparse_softmax_cross_entropy(const TensorView& logits, const TensorView& labels,
                                     const TensorView& loss) override;

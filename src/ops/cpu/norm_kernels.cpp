@@ -14,6 +14,7 @@
 // are contiguous (the ops layer and autograd see to it).
 #include <cmath>
 #include <memory>
+#include <type_traits>
 
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/cpu/layer_dispatch.hpp"
@@ -54,6 +55,26 @@ void row_stats(const T* x, std::int64_t n, double eps, double& mean, double& rst
   double v = 0;
   for (std::int64_t i = 0; i < n; ++i) v += (double(x[i]) - mean) * (double(x[i]) - mean);
   rstd = 1.0 / std::sqrt((n ? v / double(n) : 0) + eps);
+}
+
+// A stored value as double (16-bit ones through float, which holds them exactly).
+template <class T>
+double wide(T v) {
+  if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) return double(static_cast<float>(v));
+  else return double(v);
+}
+
+// batch_norm's storage type S (x, g, dx, out) and parameter type P (mean,
+// var, gamma, beta): float/float, double/double, and float16 or bfloat16
+// with float32 parameters (Note [Norms in mixed precision] in
+// ops/normalization.cpp). Arithmetic is P's (and double for the sums); a
+// 16-bit result is P's rounded once, the bits the widened float32 kernel
+// would give, without its float32 copies of x, g and dx.
+template <class F>
+void norm_types(const TensorView& x, const TensorView& params, const char* kernel, F&& f) {
+  if (x.dtype == DataType::bfloat16 && params.dtype == DataType::float32) return f(bfloat16{}, float{});
+  if (x.dtype == DataType::float16 && params.dtype == DataType::float32) return f(float16{}, float{});
+  floating(x.dtype, kernel, [&](auto tag) { f(tag, tag); });
 }
 
 }  // namespace
@@ -132,29 +153,30 @@ void CpuEngine::layer_norm_backward(const TensorView& x, const TensorView& gamma
 
 void CpuEngine::batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var) {
   const std::int64_t n = x.shape[0], c = x.shape[1], s = x.shape[2];
-  floating(x.dtype, "batch_norm_stats", [&](auto tag) {
-    using T = decltype(tag);
+  norm_types(x, mean, "batch_norm_stats", [&](auto stag, auto ptag) {
+    using T = decltype(stag);
+    using P = decltype(ptag);
     const T* in = static_cast<const T*>(x.data);
-    T* mo = static_cast<T*>(mean.data);
-    T* vo = static_cast<T*>(var.data);
+    P* mo = static_cast<P*>(mean.data);
+    P* vo = static_cast<P*>(var.data);
     support::parallel_for(c, grain_for(2 * n * s), [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t ch = lo; ch < hi; ++ch) {
         Lanes sum;
         for (std::int64_t i = 0; i < n; ++i) {
           const T* row = in + (i * c + ch) * s;
-          sum.add_row(s, [row](std::int64_t j) { return double(row[j]); });
+          sum.add_row(s, [row](std::int64_t j) { return wide(row[j]); });
         }
         const double m = n * s > 0 ? sum.total() / double(n * s) : 0;
         Lanes squares;
         for (std::int64_t i = 0; i < n; ++i) {
           const T* row = in + (i * c + ch) * s;
           squares.add_row(s, [row, m](std::int64_t j) {
-            const double dev = double(row[j]) - m;
+            const double dev = wide(row[j]) - m;
             return dev * dev;
           });
         }
-        mo[ch * mean.strides[0]] = T(m);
-        vo[ch * var.strides[0]] = T(n * s > 0 ? squares.total() / double(n * s) : 0);
+        mo[ch * mean.strides[0]] = P(m);
+        vo[ch * var.strides[0]] = P(n * s > 0 ? squares.total() / double(n * s) : 0);
       }
     });
   });
@@ -163,20 +185,21 @@ void CpuEngine::batch_norm_stats(const TensorView& x, const TensorView& mean, co
 void CpuEngine::batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var,
                            const TensorView& gamma, const TensorView& beta, double eps, const TensorView& out) {
   const std::int64_t c = x.shape[1], s = x.shape[2], planes = x.shape[0] * c;
-  floating(x.dtype, "batch_norm", [&](auto tag) {
-    using T = decltype(tag);
+  norm_types(x, gamma, "batch_norm", [&](auto stag, auto ptag) {
+    using T = decltype(stag);
+    using P = decltype(ptag);
     const T* in = static_cast<const T*>(x.data);
     T* o = static_cast<T*>(out.data);
-    const Vec<T> mv(mean), vv(var), ga(gamma), be(beta);
+    const Vec<P> mv(mean), vv(var), ga(gamma), be(beta);
     support::parallel_for(planes, grain_for(s), [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t p = lo; p < hi; ++p) {
         const std::int64_t ch = p % c;
         const double m = double(mv[ch]), rstd = 1.0 / std::sqrt(double(vv[ch]) + eps);
-        const T scale = ga[ch], shift = be[ch];
+        const P scale = ga[ch], shift = be[ch];
         const T* row = in + p * s;
         T* orow = o + p * s;
 #pragma omp simd
-        for (std::int64_t j = 0; j < s; ++j) orow[j] = T((double(row[j]) - m) * rstd) * scale + shift;
+        for (std::int64_t j = 0; j < s; ++j) orow[j] = T(P((wide(row[j]) - m) * rstd) * scale + shift);
       }
     });
   });
@@ -189,14 +212,15 @@ void CpuEngine::batch_norm_backward(const TensorView& x, const TensorView& mean,
                                     const TensorView& gamma, const TensorView& g, double eps, bool training,
                                     const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) {
   const std::int64_t n = x.shape[0], c = x.shape[1], s = x.shape[2];
-  floating(x.dtype, "batch_norm_backward", [&](auto tag) {
-    using T = decltype(tag);
+  norm_types(x, gamma, "batch_norm_backward", [&](auto stag, auto ptag) {
+    using T = decltype(stag);
+    using P = decltype(ptag);
     const T* in = static_cast<const T*>(x.data);
     const T* gin = static_cast<const T*>(g.data);
-    const Vec<T> mv(mean), vv(var), ga(gamma);
+    const Vec<P> mv(mean), vv(var), ga(gamma);
     T* d = static_cast<T*>(dx.data);
-    T* dg = static_cast<T*>(dgamma.data);
-    T* db = static_cast<T*>(dbeta.data);
+    P* dg = static_cast<P*>(dgamma.data);
+    P* db = static_cast<P*>(dbeta.data);
     const double count = double(n * s);
     support::parallel_for(c, grain_for(3 * n * s), [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t ch = lo; ch < hi; ++ch) {
@@ -205,12 +229,12 @@ void CpuEngine::batch_norm_backward(const TensorView& x, const TensorView& mean,
         for (std::int64_t i = 0; i < n; ++i) {
           const T* grow = gin + (i * c + ch) * s;
           const T* xrow = in + (i * c + ch) * s;
-          lg.add_row(s, [grow](std::int64_t j) { return double(grow[j]); });
-          lgx.add_row(s, [grow, xrow, m, rstd](std::int64_t j) { return double(grow[j]) * (double(xrow[j]) - m) * rstd; });
+          lg.add_row(s, [grow](std::int64_t j) { return wide(grow[j]); });
+          lgx.add_row(s, [grow, xrow, m, rstd](std::int64_t j) { return wide(grow[j]) * (wide(xrow[j]) - m) * rstd; });
         }
         const double sg = lg.total(), sgx = lgx.total();
-        if (dg) dg[ch] = T(sgx);
-        if (db) db[ch] = T(sg);
+        if (dg) dg[ch] = P(sgx);
+        if (db) db[ch] = P(sg);
         if (!d) continue;
         const double scale = double(ga[ch]) * rstd, mean_g = sg / count, mean_gx = sgx / count;
         for (std::int64_t i = 0; i < n; ++i) {
@@ -220,10 +244,10 @@ void CpuEngine::batch_norm_backward(const TensorView& x, const TensorView& mean,
           if (training) {
 #pragma omp simd
             for (std::int64_t j = 0; j < s; ++j)
-              drow[j] = T(scale * ((double(grow[j]) - mean_g) - (double(xrow[j]) - m) * rstd * mean_gx));
+              drow[j] = T(P(scale * ((wide(grow[j]) - mean_g) - (wide(xrow[j]) - m) * rstd * mean_gx)));
           } else {
 #pragma omp simd
-            for (std::int64_t j = 0; j < s; ++j) drow[j] = T(scale * double(grow[j]));
+            for (std::int64_t j = 0; j < s; ++j) drow[j] = T(P(scale * wide(grow[j])));
           }
         }
       }
