@@ -172,6 +172,13 @@ void CudaEngine::matmul(const TensorView& a, const TensorView& b, const TensorVi
   kernels::copy(tmp, out, on.stream);
 }
 
+// cuBLAS's GemmEx with 16-bit operands and float32 sums (tensor cores).
+bool CudaEngine::matmul_16(const TensorView& a, const TensorView& b, const TensorView& out) {
+  if (!is_half(out.dtype) || a.dtype != out.dtype || b.dtype != out.dtype) return false;
+  On on(out);
+  return kernels::matmul(a, b, out, false, on.device, on.stream);
+}
+
 bool CudaEngine::matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) {
   if (out.rank != 2 || a.rank != 2 || b.rank != 2 || !is_floating(out.dtype)) return false;
   if (out.size() == 0) return true;

@@ -1,5 +1,6 @@
-// CUDA matrix products: cuBLAS for float32/float64, a plain kernel for
-// integers, batched over leading axes. Twin of src/ops/cpu/matmul_kernel.cpp.
+// CUDA matrix products: cuBLAS for float32/float64 and, with float32 sums on
+// tensor cores, float16/bfloat16 (matmul_16); a plain kernel for integers;
+// batched over leading axes. Twin of src/ops/cpu/matmul_kernel.cpp.
 //
 // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so each operand goes to
 // cuBLAS without a copy when either of its last two axes has stride 1 (a
@@ -157,10 +158,16 @@ bool matmul(const TensorView& a_in, const TensorView& b_in, const TensorView& ou
   const std::int64_t ldo = m <= 1 ? (n > 1 ? n : 1) : o_rs;
 
   cublasHandle_t h = blas(device);
-  const bool f32 = out.dtype == DataType::float32;
-  const cudaDataType_t type = f32 ? CUDA_R_32F : CUDA_R_64F;
+  // float16 and bfloat16 run on tensor cores with float32 sums and scalars,
+  // rounded once on store (Note [16-bit storage, float32 arithmetic]).
+  const bool f32 = out.dtype != DataType::float64;
+  const cudaDataType_t type = out.dtype == DataType::float64    ? CUDA_R_64F
+                              : out.dtype == DataType::float16  ? CUDA_R_16F
+                              : out.dtype == DataType::bfloat16 ? CUDA_R_16BF
+                                                                : CUDA_R_32F;
   const cublasComputeType_t compute =
-      f32 ? (allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_64F;
+      !f32 ? CUBLAS_COMPUTE_64F
+           : (out.dtype == DataType::float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
   const float one_f = 1, zero_f = 0, beta_f = accumulate ? 1.f : 0.f;
   const double one_d = 1, beta_d = accumulate ? 1.0 : 0.0;
   (void)zero_f;

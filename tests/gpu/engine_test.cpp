@@ -395,3 +395,23 @@ TEST_CASE("threads run GPU ops side by side and hand arrays to each other") {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) CHECK(sums[std::size_t(t)] == doctest::Approx(20 * ((t + 1) * 499500.0 + 1000)));
 }
+
+TEST_CASE("float16 and bfloat16: conversions to the bit, ops and GemmEx products near the CPU's") {
+  Devices d;
+  for (DataType t : {DataType::float16, DataType::bfloat16}) {
+    INFO(to_string(t));
+    const double unit = t == DataType::float16 ? 0x1p-11 : 0x1p-8;
+    Inputs in = d.make({6, 7}, DataType::float32, -4, 4);
+    for (auto& [name, view] : views()) compare(in, [&](const NDArray& x) { return view(x).to_type(t); }, 0, name);
+    Inputs h{in.cpu.to_type(t), in.gpu.to_type(t)};
+    compare(h, [](const NDArray& x) { return x.to_type(DataType::float32); }, 0, "widened");
+    compare(h, [](const NDArray& x) { return x.tanh().add(x.mul(0.5)); }, 4 * unit, "element-wise");
+    compare(h, [](const NDArray& x) { return x.sum({1}); }, 4 * unit, "sum");
+    compare(h, [](const NDArray& x) { return x.softmax(1); }, 4 * unit, "softmax");
+    Inputs a = d.make({64, 96}, DataType::float32, -1, 1), b = d.make({96, 33}, DataType::float32, -1, 1);
+    check_same(a.cpu.to_type(t).matmul(b.cpu.to_type(t)), a.gpu.to_type(t).matmul(b.gpu.to_type(t)), 16 * unit,
+               "GemmEx 64x96x33");
+    check_same(a.cpu.to_type(t).transpose().matmul(a.cpu.to_type(t)), a.gpu.to_type(t).transpose().matmul(a.gpu.to_type(t)),
+               16 * unit, "GemmEx transposed");
+  }
+}
