@@ -314,3 +314,20 @@ TEST_CASE("a workspace Storage on a GPU with a host mirror: its release frees th
   CHECK(lease->refs.load() == 1);  // the storage's unit is gone; the workspace's remains
   CHECK(s.stats().used == 256);     // its bytes come back when the workspace recycles the lease
 }
+
+TEST_CASE("16-bit arrays live in workspaces as any other: op outputs take its storage, detach keeps the values") {
+  Cleanup cleanup;
+  NDManager m = NDManager::new_base_manager("ws-half");
+  NDArray kept;
+  {
+    ws::Scope scope = ws::activate(test::fixed_arena(1 << 16), "HALF");
+    NDArray t = m.arange(0, 8, 1, DataType::bfloat16);
+    NDArray u = t.mul(2.0).add(t);
+    CHECK(u.dtype() == DataType::bfloat16);
+    CHECK(ws::stats("HALF").allocations >= 2);
+    kept = ws::detach(u);
+  }
+  { ws::Scope again = ws::activate(test::fixed_arena(1 << 16), "HALF"); }
+  CHECK(kept.to_vector<float>() == std::vector<float>{0, 3, 6, 9, 12, 15, 18, 21});
+  CHECK(kept.dtype() == DataType::bfloat16);
+}

@@ -162,3 +162,15 @@ TEST_CASE("from_json of malformed input throws DataError naming the problem") {
                        doctest::Contains("debug::OrphanReport::from_json: the document: missing field 'arrays'"),
                        DataError);
 }
+
+TEST_CASE("16-bit arrays in dumps and snapshots: dtype names survive the JSON round trip") {
+  NDManager m = NDManager::new_base_manager("json-half");
+  NDArray h = m.ones({2, 3}, DataType::float16), b = m.ones({4}, DataType::bfloat16);
+  const debug::Dump dump = debug::inspect(m, true);
+  const debug::Dump back = debug::Dump::from_json(dump.to_json());
+  CHECK(back == dump);
+  CHECK(dump.to_text().find("float16") != std::string::npos);
+  CHECK(dump.to_text().find("bfloat16") != std::string::npos);
+  const debug::Snapshot s = debug::snapshot();
+  CHECK(debug::Snapshot::from_json(s.to_json()) == s);
+}

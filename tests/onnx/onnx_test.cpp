@@ -147,6 +147,38 @@ TEST_CASE("onnx::save writes the current values; loading the file gives the same
   CHECK(again.inputs[0].name == "x");
 }
 
+TEST_CASE("onnx: a float16 graph (a FLOAT16 initializer, a bfloat16 Cast) runs, trains and saves to the bit") {
+  test::TempFolder dir("half");
+  test::GraphBuilder g;
+  g.input("x", {-1, 2}, ::onnx::TensorProto::FLOAT16).output("y", {-1, 2}, ::onnx::TensorProto::BFLOAT16);
+  auto* w = g.model().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(::onnx::TensorProto::FLOAT16);
+  w->add_dims(2);
+  for (float v : {1.5f, -2.0f}) w->add_int32_data(float16(v).bits);  // the bits, as onnx.proto stores them
+  g.node("Mul", {"x", "w"}, {"m"}, "scale");
+  auto& cast = g.node("Cast", {"m"}, {"y"}, "narrow");
+  test::GraphBuilder::attr(cast, "to", std::int64_t{::onnx::TensorProto::BFLOAT16});
+  onnx::Imported net = onnx::load(g.write(dir / "half.onnx"), "half");
+  CHECK(net.inputs[0].dtype == DataType::float16);
+  CHECK(net.outputs[0].dtype == DataType::bfloat16);
+  REQUIRE(net.model.parameters().size() == 1);
+  CHECK(net.model.parameters()[0].parameter->array().dtype() == DataType::float16);
+  NDManager batch = NDManager::new_base_manager("half-batch");
+  NDArray x = batch.create(std::vector<float>{2, 3, -1, 0.5f}, Shape{2, 2}).to_type(DataType::float16);
+  NDArray y = net.model.block().forward(NDList{x}, false).head();
+  CHECK(y.dtype() == DataType::bfloat16);
+  CHECK(y.to_vector<float>() == std::vector<float>{3, -6, -1.5f, -1});
+  {
+    GradientCollector c;
+    c.backward(net.model.block().forward(NDList{x}, true).head().to_type(DataType::float32).sum());
+  }
+  CHECK(net.model.parameters()[0].parameter->array().gradient().to_vector<float>() == std::vector<float>{1, 3.5f});
+  onnx::save(net, dir / "again.onnx");
+  onnx::Imported again = onnx::load(dir / "again.onnx", "again");
+  CHECK(again.model.block().forward(NDList{x}, false).head().to_vector<float>() == y.to_vector<float>());
+}
+
 TEST_CASE("onnx::save refuses a model that was not imported") {
   onnx::Imported fake{Model("native", std::make_unique<nn::Linear>(2)), {}, {}, 0};
   CHECK_THROWS_WITH_AS(onnx::save(fake, "never.onnx"), doctest::Contains("not an imported ONNX graph"),
