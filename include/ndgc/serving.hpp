@@ -23,7 +23,7 @@
 // TensorInfo, or add_model(name, model, n, m) for ndgc's model files (one
 // FP32 input "input" [-1, n], one FP32 output "output" [-1, m]). A request
 // gives every input, with the same rows; the response gives every output, or
-// those it asks for. KServe datatypes: FP32, FP64, INT32, INT64, UINT8 and
+// those it asks for. KServe datatypes: FP32, FP64, FP16, BF16, INT32, INT64, UINT8 and
 // BOOL, as ndgc's dtypes. The server never runs a forward pass on an
 // I/O thread: requests go through a bounded queue to a dynamic batcher and
 // `workers` inference threads; each batch runs in a context manager under
