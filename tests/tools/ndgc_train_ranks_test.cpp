@@ -92,7 +92,7 @@ TEST_CASE("ranks: CSV columns per rank, GPU columns only with a GPU") {
   const std::string csv = to_csv({run});
   const std::string header = csv.substr(0, csv.find('\n'));
   CHECK(header.ends_with(
-      ",test_accuracy,ranks,slowest_seconds,seconds_spread,rank0_seconds,rank0_mib,rank0_peak_mib,rank1_seconds,"
+      ",test_accuracy,precision,ranks,slowest_seconds,seconds_spread,rank0_seconds,rank0_mib,rank0_peak_mib,rank1_seconds,"
       "rank1_mib,rank1_peak_mib"));
   CHECK(csv.find("off,2,") != std::string::npos);
   CHECK(csv.find(",2,1.250000,0.250000,1.250000,100.000,110.000,1.000000,105.000,115.000\n") != std::string::npos);
