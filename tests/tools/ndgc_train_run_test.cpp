@@ -47,6 +47,7 @@ TEST_CASE("--precision bf16 and fp16: the run learns as float32 does, and says w
     o.precision = p;
     const RunResult mixed = run(o);
     CHECK(mixed.precision == training::to_string(p));
+    CHECK(mixed.loss_scaling.has_value() == (p == training::Precision::float16));
     REQUIRE(mixed.epochs.size() == 2);
     CHECK_FALSE(mixed.failure);
     CHECK(mixed.epochs.back().test_accuracy > 0.5);

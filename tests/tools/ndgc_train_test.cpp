@@ -528,6 +528,11 @@ TEST_CASE("results: the precision survives JSON and reaches the CSV and the tabl
   CHECK(csv.find(",precision\n") != std::string::npos);
   CHECK(csv.find(",bf16\n") != std::string::npos);
   CHECK(format_table({r}).find("auto-close on, bf16") != std::string::npos);
+  CHECK(format_report({r}).find("loss scale") == std::string::npos);
+  r.precision = "fp16";
+  r.loss_scaling = ScalerFigures{32768.0, 3};
+  CHECK(run_from_json(to_json(r)).loss_scaling == r.loss_scaling);
+  CHECK(format_report({r}).find("fp16 loss scale 32768 at the end; 3 steps skipped") != std::string::npos);
   nlohmann::json old = nlohmann::json::parse(to_json(r));
   old.erase("precision");
   CHECK(run_from_json(old.dump()).precision == "fp32");

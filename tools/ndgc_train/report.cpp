@@ -43,6 +43,11 @@ std::string format_report(const std::vector<RunResult>& runs) {
       out += fmt::format("{:<17} died of {}: {}\n", config_title(r.config) + ":", where_it_died(*r.failure),
                          r.failure->message);
   for (const RunResult& r : runs)
+    if (r.loss_scaling)
+      out += fmt::format("{:<17} fp16 loss scale {} at the end; {} step{} skipped for an inf or NaN gradient\n",
+                         config_title(r.config) + ":", r.loss_scaling->scale, r.loss_scaling->skipped_steps,
+                         r.loss_scaling->skipped_steps == 1 ? "" : "s");
+  for (const RunResult& r : runs)
     if (r.ranks) out.append("\n").append(format_rank_table(*r.ranks));
   for (const RunResult& r : runs) {
     if (!r.workspace) continue;

@@ -53,6 +53,9 @@ json run_json(const RunResult& r) {
           {"seed", r.seed},
           {"device", r.device},
           {"precision", r.precision},
+          {"loss_scaling", r.loss_scaling ? json{{"scale", r.loss_scaling->scale},
+                                                 {"skipped_steps", r.loss_scaling->skipped_steps}}
+                                          : json(nullptr)},
           {"epochs", std::move(epochs)},
           {"failure", std::move(failure)},
           {"growth", r.growth ? json::parse(r.growth->to_json()) : json(nullptr)},
@@ -125,6 +128,9 @@ RunResult run_from_json(const std::string& text) {
     }
     r.device = value_or<std::string>(j, "device", "cpu");
     r.precision = value_or<std::string>(j, "precision", "fp32");
+    if (j.contains("loss_scaling") && !j.at("loss_scaling").is_null())
+      r.loss_scaling = ScalerFigures{j.at("loss_scaling").at("scale").get<double>(),
+                                   j.at("loss_scaling").at("skipped_steps").get<std::int64_t>()};
     if (j.contains("failure") && !j.at("failure").is_null()) {
       const json& f = j.at("failure");
       r.failure = RunFailure{f.at("error").get<std::string>(), f.at("epoch").get<std::int64_t>(),

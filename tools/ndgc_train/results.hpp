@@ -6,6 +6,7 @@
 // JSON of a run:
 //   {"config": "off", "leak": "model", "batches_per_epoch": 1875, "batch_size": 32, "seed": 42,
 //    "device": "cpu" or "gpu:N", "precision": "fp32", "bf16" or "fp16",
+//    "loss_scaling": null or {"scale": 32768.0, "skipped_steps": 3} (fp16),
 //    "epochs": [{"epoch": 1, "seconds": 2.31, "bytes_in_use": ..., "peak_bytes": ..., "live_arrays": ...,
 //                "reclaimed": ..., "leaked_handles": ..., "train_loss": ..., "test_accuracy": ...,
 //                "gpu_allocated_bytes": ..., "gpu_reserved_bytes": ..., "gpu_peak_bytes": ...}, ...],
@@ -72,6 +73,14 @@ struct TraceLeak {
   friend bool operator==(const TraceLeak&, const TraceLeak&) = default;
 };
 
+// An fp16 run's loss scaler at the end: the scale, and the steps it skipped
+// for an inf or NaN gradient (Note [Loss scaling] in src/training/precision.cpp).
+struct ScalerFigures {
+  double scale = 0;
+  std::int64_t skipped_steps = 0;
+  friend bool operator==(const ScalerFigures&, const ScalerFigures&) = default;
+};
+
 // The step workspace of a --workspace on run (workspace::Stats at the end).
 struct WorkspaceFigures {
   std::uint64_t capacity = 0, peak_used = 0, spilled_bytes = 0, cycles = 0, allocations = 0;
@@ -88,6 +97,7 @@ struct RunResult {
   std::uint64_t seed = 0;
   std::string device = "cpu";  // as --device spells it: "cpu", "gpu:0"
   std::string precision = "fp32";  // as --precision spells it: "fp32", "bf16", "fp16"
+  std::optional<ScalerFigures> loss_scaling;     // fp16: what the loss scaler did
   std::vector<EpochRow> epochs;  // the epochs that finished
   std::optional<debug::Diff> growth;  // needs two epochs or more
   std::vector<TraceLeak> trace_leaks;

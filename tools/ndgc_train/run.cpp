@@ -133,6 +133,8 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
       const workspace::Stats s = workspace::stats(trainer.workspace_name());
       result.workspace = WorkspaceFigures{s.capacity, s.peak_used, s.spilled_bytes, s.cycles, s.allocations};
     }
+    if (const training::LossScaler* s = trainer.loss_scaler())
+      result.loss_scaling = ScalerFigures{s->scale(), s->skipped_steps()};
     result.epochs = recorder->rows();
     result.growth = recorder->growth();
     if (gatherer) result.ranks = gatherer->finish(result.growth);
