@@ -25,7 +25,7 @@ void Engine::unavailable(const char* kernel) {
 }
 
 Engine& engine(Device device) {
-  static Engine& cpu = *widen_half(&cpu::cpu_engine());  // Note [16-bit storage, float32 arithmetic]
+  static Engine& cpu = widened_cpu_engine(cpu::cpu_engine());  // Note [16-bit storage, float32 arithmetic]
   if (device.is_cpu()) return cpu;
   // InvalidArgument naming the device and why (engine not linked, no usable
   // GPU, index out of range); the probe's first query registers the engine.
@@ -36,7 +36,7 @@ Engine& engine(Device device) {
 
 void register_engine(DeviceType type, Engine* e) noexcept {
   // Wrapped so that every write to GPU memory advances the write epoch (ops/gpu_writes.hpp).
-  if (type == DeviceType::gpu) g_gpu_engine.store(count_gpu_writes(widen_half(e)), std::memory_order_release);
+  if (type == DeviceType::gpu) g_gpu_engine.store(count_gpu_writes(widened_gpu_engine(e)), std::memory_order_release);
 }
 
 TensorView contiguous_view(void* data, DataType dtype, const Shape& shape) noexcept {

@@ -3,6 +3,7 @@
 #include "ops/half_widening.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 
 #include "memory/allocator.hpp"
@@ -87,96 +88,97 @@ TensorView slice(const TensorView& v, std::int64_t start, std::int64_t length) {
 
 class HalfWideningEngine final : public Engine {
  public:
-  explicit HalfWideningEngine(Engine* inner) : e_(*inner) {}
+  explicit HalfWideningEngine(Engine* inner) noexcept : inner_(inner) {}
+  void set_inner(Engine* inner) noexcept { inner_.store(inner, std::memory_order_release); }
 
-  Device device_of(const TensorView& v) const override { return e_.device_of(v); }
-  bool begin_capture(Device device) override { return e_.begin_capture(device); }
-  std::unique_ptr<CapturedGraph> end_capture(Device device) override { return e_.end_capture(device); }
-  bool has_layer_kernels() const noexcept override { return e_.has_layer_kernels(); }
-  bool batch_norm_16() const noexcept override { return e_.batch_norm_16(); }
+  Device device_of(const TensorView& v) const override { return e().device_of(v); }
+  bool begin_capture(Device device) override { return e().begin_capture(device); }
+  std::unique_ptr<CapturedGraph> end_capture(Device device) override { return e().end_capture(device); }
+  bool has_layer_kernels() const noexcept override { return e().has_layer_kernels(); }
+  bool batch_norm_16() const noexcept override { return e().batch_norm_16(); }
   std::int64_t im2col_images(std::int64_t images, std::int64_t bytes) const noexcept override {
-    return e_.im2col_images(images, bytes);
+    return e().im2col_images(images, bytes);
   }
 
   // ---- factories: a float32 result, rounded ----------------------------------
   void fill(const TensorView& out, double value) override {
-    if (!half(out)) return e_.fill(out, value);
-    Wide o(e_, out, R::out);
-    e_.fill(o, value);
+    if (!half(out)) return e().fill(out, value);
+    Wide o(e(), out, R::out);
+    e().fill(o, value);
     o.store();
   }
   void arange(const TensorView& out, double start, double step) override {
-    if (!half(out)) return e_.arange(out, start, step);
-    Wide o(e_, out, R::out);
-    e_.arange(o, start, step);
+    if (!half(out)) return e().arange(out, start, step);
+    Wide o(e(), out, R::out);
+    e().arange(o, start, step);
     o.store();
   }
   void eye(const TensorView& out) override {
-    if (!half(out)) return e_.eye(out);
-    Wide o(e_, out, R::out);
-    e_.eye(o);
+    if (!half(out)) return e().eye(out);
+    Wide o(e(), out, R::out);
+    e().eye(o);
     o.store();
   }
   void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
                       std::uint64_t offset) override {
-    if (!half(out)) return e_.random_uniform(out, low, high, seed, offset);
-    Wide o(e_, out, R::out);
-    e_.random_uniform(o, low, high, seed, offset);
+    if (!half(out)) return e().random_uniform(out, low, high, seed, offset);
+    Wide o(e(), out, R::out);
+    e().random_uniform(o, low, high, seed, offset);
     o.store();
   }
   void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
                      std::uint64_t offset) override {
-    if (!half(out)) return e_.random_normal(out, mean, stddev, seed, offset);
-    Wide o(e_, out, R::out);
-    e_.random_normal(o, mean, stddev, seed, offset);
+    if (!half(out)) return e().random_normal(out, mean, stddev, seed, offset);
+    Wide o(e(), out, R::out);
+    e().random_normal(o, mean, stddev, seed, offset);
     o.store();
   }
 
   // ---- the engine converts these itself ----------------------------------------
-  void copy(const TensorView& in, const TensorView& out) override { e_.copy(in, out); }
-  void to_host(const TensorView& in, const TensorView& host_out) override { e_.to_host(in, host_out); }
-  void from_host(const TensorView& host_in, const TensorView& out) override { e_.from_host(host_in, out); }
+  void copy(const TensorView& in, const TensorView& out) override { e().copy(in, out); }
+  void to_host(const TensorView& in, const TensorView& host_out) override { e().to_host(in, host_out); }
+  void from_host(const TensorView& host_in, const TensorView& out) override { e().from_host(host_in, out); }
 
   // ---- element-wise ------------------------------------------------------------
   void unary(Unary op, const TensorView& in, const TensorView& out) override {
-    if (!any_half(in, out)) return e_.unary(op, in, out);
+    if (!any_half(in, out)) return e().unary(op, in, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {  // Note [Widening in slices]
-      Wide x(e_, slice(in, at, n), R::in), o(e_, slice(out, at, n), R::out);
-      e_.unary(op, x, o);
+      Wide x(e(), slice(in, at, n), R::in), o(e(), slice(out, at, n), R::out);
+      e().unary(op, x, o);
       o.store();
     });
   }
   void binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) override {
-    if (!any_half(a, b, out)) return e_.binary(op, a, b, out);
+    if (!any_half(a, b, out)) return e().binary(op, a, b, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
-      Wide x(e_, slice(a, at, n), R::in), y(e_, slice(b, at, n), R::in), o(e_, slice(out, at, n), R::out);
-      e_.binary(op, x, y, o);
+      Wide x(e(), slice(a, at, n), R::in), y(e(), slice(b, at, n), R::in), o(e(), slice(out, at, n), R::out);
+      e().binary(op, x, y, o);
       o.store();
     });
   }
   void binary_scalar(Binary op, const TensorView& a, double s, bool scalar_left, const TensorView& out) override {
-    if (!any_half(a, out)) return e_.binary_scalar(op, a, s, scalar_left, out);
+    if (!any_half(a, out)) return e().binary_scalar(op, a, s, scalar_left, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
-      Wide x(e_, slice(a, at, n), R::in), o(e_, slice(out, at, n), R::out);
-      e_.binary_scalar(op, x, s, scalar_left, o);
+      Wide x(e(), slice(a, at, n), R::in), o(e(), slice(out, at, n), R::out);
+      e().binary_scalar(op, x, s, scalar_left, o);
       o.store();
     });
   }
   void where(const TensorView& condition, const TensorView& a, const TensorView& b, const TensorView& out) override {
-    if (!any_half(a, b, out)) return e_.where(condition, a, b, out);
+    if (!any_half(a, b, out)) return e().where(condition, a, b, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
-      Wide x(e_, slice(a, at, n), R::in), y(e_, slice(b, at, n), R::in), o(e_, slice(out, at, n), R::out);
-      e_.where(slice(condition, at, n), x, y, o);
+      Wide x(e(), slice(a, at, n), R::in), y(e(), slice(b, at, n), R::in), o(e(), slice(out, at, n), R::out);
+      e().where(slice(condition, at, n), x, y, o);
       o.store();
     });
   }
   bool relu_backward(const TensorView& x, const TensorView& g, const TensorView& out) override {
-    if (!any_half(x, g, out)) return e_.relu_backward(x, g, out);
+    if (!any_half(x, g, out)) return e().relu_backward(x, g, out);
     bool served = true;
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
       if (!served) return;
-      Wide wx(e_, slice(x, at, n), R::in), wg(e_, slice(g, at, n), R::in), o(e_, slice(out, at, n), R::out);
-      served = e_.relu_backward(wx, wg, o);
+      Wide wx(e(), slice(x, at, n), R::in), wg(e(), slice(g, at, n), R::in), o(e(), slice(out, at, n), R::out);
+      served = e().relu_backward(wx, wg, o);
       if (served) o.store();
     });
     return served;
@@ -184,191 +186,191 @@ class HalfWideningEngine final : public Engine {
 
   // ---- reductions, products, softmax ---------------------------------------------
   void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) override {
-    if (!any_half(in, out)) return e_.reduce(op, in, axes, out);
-    Wide x(e_, in, R::in), o(e_, out, R::out);
-    e_.reduce(op, x, axes, o);
+    if (!any_half(in, out)) return e().reduce(op, in, axes, out);
+    Wide x(e(), in, R::in), o(e(), out, R::out);
+    e().reduce(op, x, axes, o);
     o.store();
   }
   void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override {
-    if (!half(in)) return e_.arg_reduce(max, in, axis, out);
-    Wide x(e_, in, R::in);
-    e_.arg_reduce(max, x, axis, out);
+    if (!half(in)) return e().arg_reduce(max, in, axis, out);
+    Wide x(e(), in, R::in);
+    e().arg_reduce(max, x, axis, out);
   }
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override {
-    if (!any_half(a, b, out)) return e_.matmul(a, b, out);
-    if (e_.matmul_16(a, b, out)) return;
-    Wide x(e_, a, R::in), y(e_, b, R::in), o(e_, out, R::out);
-    e_.matmul(x, y, o);
+    if (!any_half(a, b, out)) return e().matmul(a, b, out);
+    if (e().matmul_16(a, b, out)) return;
+    Wide x(e(), a, R::in), y(e(), b, R::in), o(e(), out, R::out);
+    e().matmul(x, y, o);
     o.store();
   }
   bool matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) override {
-    return !any_half(a, b, out) && e_.matmul_add(a, b, out);
+    return !any_half(a, b, out) && e().matmul_add(a, b, out);
   }
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override {
-    if (!any_half(in, out)) return e_.softmax(in, axis, log, out);
-    Wide x(e_, in, R::in), o(e_, out, R::out);  // whole: the kernel's row blocking depends on the row count
-    e_.softmax(x, axis, log, o);
+    if (!any_half(in, out)) return e().softmax(in, axis, log, out);
+    Wide x(e(), in, R::in), o(e(), out, R::out);  // whole: the kernel's row blocking depends on the row count
+    e().softmax(x, axis, log, o);
     o.store();
   }
   bool sparse_softmax_cross_entropy(const TensorView& logits, const TensorView& labels,
                                     const TensorView& loss) override {
-    if (!any_half(logits, labels, loss)) return e_.sparse_softmax_cross_entropy(logits, labels, loss);
-    Wide x(e_, logits, R::in), y(e_, labels, R::in), o(e_, loss, R::out);
-    if (!e_.sparse_softmax_cross_entropy(x, y, o)) return false;
+    if (!any_half(logits, labels, loss)) return e().sparse_softmax_cross_entropy(logits, labels, loss);
+    Wide x(e(), logits, R::in), y(e(), labels, R::in), o(e(), loss, R::out);
+    if (!e().sparse_softmax_cross_entropy(x, y, o)) return false;
     o.store();
     return true;
   }
   bool sparse_softmax_cross_entropy_backward(const TensorView& logits, const TensorView& labels,
                                              const TensorView& g, const TensorView& grad) override {
-    if (!any_half(logits, labels, g, grad)) return e_.sparse_softmax_cross_entropy_backward(logits, labels, g, grad);
-    Wide x(e_, logits, R::in), y(e_, labels, R::in), wg(e_, g, R::in), o(e_, grad, R::out);
-    if (!e_.sparse_softmax_cross_entropy_backward(x, y, wg, o)) return false;
+    if (!any_half(logits, labels, g, grad)) return e().sparse_softmax_cross_entropy_backward(logits, labels, g, grad);
+    Wide x(e(), logits, R::in), y(e(), labels, R::in), wg(e(), g, R::in), o(e(), grad, R::out);
+    if (!e().sparse_softmax_cross_entropy_backward(x, y, wg, o)) return false;
     o.store();
     return true;
   }
   void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out) override {
-    if (!any_half(indices, out)) return e_.one_hot(indices, depth, out);
-    Wide i(e_, indices, R::in), o(e_, out, R::out);
-    e_.one_hot(i, depth, o);
+    if (!any_half(indices, out)) return e().one_hot(indices, depth, out);
+    Wide i(e(), indices, R::in), o(e(), out, R::out);
+    e().one_hot(i, depth, o);
     o.store();
   }
 
   // Read-and-write operands: composed by the ops layer for 16-bit views.
   bool adam_update(const TensorView& weight, const TensorView& grad, const TensorView& mean,
                    const TensorView& variance, const AdamHyper& hyper) override {
-    return !any_half(weight, grad, mean, variance) && e_.adam_update(weight, grad, mean, variance, hyper);
+    return !any_half(weight, grad, mean, variance) && e().adam_update(weight, grad, mean, variance, hyper);
   }
   bool sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
                   const SgdHyper& hyper) override {
-    return !any_half(weight, grad, momentum) && e_.sgd_update(weight, grad, momentum, hyper);
+    return !any_half(weight, grad, momentum) && e().sgd_update(weight, grad, momentum, hyper);
   }
 
   // ---- layers --------------------------------------------------------------------
   void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override {
     // Values only move: every engine's im2col takes 16-bit views as they are.
-    if (!any_half(x, col) || (x.dtype == col.dtype && half(x) && half(col))) return e_.im2col(x, w, col);
-    Wide wx(e_, x, R::in), o(e_, col, R::out);
-    e_.im2col(wx, w, o);
+    if (!any_half(x, col) || (x.dtype == col.dtype && half(x) && half(col))) return e().im2col(x, w, col);
+    Wide wx(e(), x, R::in), o(e(), col, R::out);
+    e().im2col(wx, w, o);
     o.store();
   }
   void col2im(const TensorView& col, const Window2d& w, const TensorView& dx) override {
-    if (!any_half(col, dx)) return e_.col2im(col, w, dx);
+    if (!any_half(col, dx)) return e().col2im(col, w, dx);
     by_slices(dx, [&](std::int64_t at, std::int64_t n) {  // image by image: col's axis 0 is dx's
-      Wide c(e_, slice(col, at, n), R::in), o(e_, slice(dx, at, n), R::out);
-      e_.col2im(c, w, o);
+      Wide c(e(), slice(col, at, n), R::in), o(e(), slice(dx, at, n), R::out);
+      e().col2im(c, w, o);
       o.store();
     });
   }
   void pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out) override {
-    if (!any_half(x, out)) return e_.pool2d(max, x, w, out);
+    if (!any_half(x, out)) return e().pool2d(max, x, w, out);
     by_slices(x, [&](std::int64_t at, std::int64_t n) {  // image by image
-      Wide wx(e_, slice(x, at, n), R::in), o(e_, slice(out, at, n), R::out);
-      e_.pool2d(max, wx, w, o);
+      Wide wx(e(), slice(x, at, n), R::in), o(e(), slice(out, at, n), R::out);
+      e().pool2d(max, wx, w, o);
       o.store();
     });
   }
   void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const Window2d& w,
                        const TensorView& dx) override {
-    if (!any_half(x, g, dx)) return e_.pool2d_backward(max, x, g, w, dx);
+    if (!any_half(x, g, dx)) return e().pool2d_backward(max, x, g, w, dx);
     by_slices(x, [&](std::int64_t at, std::int64_t n) {
-      Wide wx(e_, slice(x, at, n), R::in), wg(e_, slice(g, at, n), R::in), o(e_, slice(dx, at, n), R::out);
-      e_.pool2d_backward(max, wx, wg, w, o);
+      Wide wx(e(), slice(x, at, n), R::in), wg(e(), slice(g, at, n), R::in), o(e(), slice(dx, at, n), R::out);
+      e().pool2d_backward(max, wx, wg, w, o);
       o.store();
     });
   }
   void gelu(const TensorView& x, const TensorView& out) override {
-    if (!any_half(x, out)) return e_.gelu(x, out);
+    if (!any_half(x, out)) return e().gelu(x, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
-      Wide wx(e_, slice(x, at, n), R::in), o(e_, slice(out, at, n), R::out);
-      e_.gelu(wx, o);
+      Wide wx(e(), slice(x, at, n), R::in), o(e(), slice(out, at, n), R::out);
+      e().gelu(wx, o);
       o.store();
     });
   }
   void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) override {
-    if (!any_half(x, g, dx)) return e_.gelu_backward(x, g, dx);
+    if (!any_half(x, g, dx)) return e().gelu_backward(x, g, dx);
     by_slices(dx, [&](std::int64_t at, std::int64_t n) {
-      Wide wx(e_, slice(x, at, n), R::in), wg(e_, slice(g, at, n), R::in), o(e_, slice(dx, at, n), R::out);
-      e_.gelu_backward(wx, wg, o);
+      Wide wx(e(), slice(x, at, n), R::in), wg(e(), slice(g, at, n), R::in), o(e(), slice(dx, at, n), R::out);
+      e().gelu_backward(wx, wg, o);
       o.store();
     });
   }
   void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
                const TensorView& out) override {
-    if (!any_half(x, out)) return e_.dropout(x, p, seed, offset, out);
+    if (!any_half(x, out)) return e().dropout(x, p, seed, offset, out);
     const std::int64_t per_row = out.rank && out.shape[0] ? out.size() / out.shape[0] : 0;
     by_slices(out, [&](std::int64_t at, std::int64_t n) {  // element i draws (seed, offset + i), i row-major
-      Wide wx(e_, slice(x, at, n), R::in), o(e_, slice(out, at, n), R::out);
-      e_.dropout(wx, p, seed, offset + std::uint64_t(at * per_row), o);
+      Wide wx(e(), slice(x, at, n), R::in), o(e(), slice(out, at, n), R::out);
+      e().dropout(wx, p, seed, offset + std::uint64_t(at * per_row), o);
       o.store();
     });
   }
   void embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) override {
-    if (!any_half(weight, out)) return e_.embedding(indices, weight, out);
-    Wide wt(e_, weight, R::in), o(e_, out, R::out);
-    e_.embedding(indices, wt, o);
+    if (!any_half(weight, out)) return e().embedding(indices, weight, out);
+    Wide wt(e(), weight, R::in), o(e(), out, R::out);
+    e().embedding(indices, wt, o);
     o.store();
   }
   void embedding_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight) override {
-    if (!any_half(g, dweight)) return e_.embedding_backward(indices, g, dweight);
-    Wide wg(e_, g, R::in), o(e_, dweight, R::out);
-    e_.embedding_backward(indices, wg, o);
+    if (!any_half(g, dweight)) return e().embedding_backward(indices, g, dweight);
+    Wide wg(e(), g, R::in), o(e(), dweight, R::out);
+    e().embedding_backward(indices, wg, o);
     o.store();
   }
   void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,
                   const TensorView& out) override {
-    if (!any_half(x, gamma, beta, out)) return e_.layer_norm(x, gamma, beta, eps, out);
-    Wide wx(e_, x, R::in), wgm(e_, gamma, R::in), wb(e_, beta, R::in), o(e_, out, R::out);
-    e_.layer_norm(wx, wgm, wb, eps, o);
+    if (!any_half(x, gamma, beta, out)) return e().layer_norm(x, gamma, beta, eps, out);
+    Wide wx(e(), x, R::in), wgm(e(), gamma, R::in), wb(e(), beta, R::in), o(e(), out, R::out);
+    e().layer_norm(wx, wgm, wb, eps, o);
     o.store();
   }
   void layer_norm_backward(const TensorView& x, const TensorView& gamma, const TensorView& g, double eps,
                            const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) override {
-    if (!any_half(x, gamma, g, dx, dgamma, dbeta)) return e_.layer_norm_backward(x, gamma, g, eps, dx, dgamma, dbeta);
-    Wide wx(e_, x, R::in), wgm(e_, gamma, R::in), wg(e_, g, R::in);
-    Wide odx(e_, dx, R::out), odg(e_, dgamma, R::out), odb(e_, dbeta, R::out);
-    e_.layer_norm_backward(wx, wgm, wg, eps, odx, odg, odb);
+    if (!any_half(x, gamma, g, dx, dgamma, dbeta)) return e().layer_norm_backward(x, gamma, g, eps, dx, dgamma, dbeta);
+    Wide wx(e(), x, R::in), wgm(e(), gamma, R::in), wg(e(), g, R::in);
+    Wide odx(e(), dx, R::out), odg(e(), dgamma, R::out), odb(e(), dbeta, R::out);
+    e().layer_norm_backward(wx, wgm, wg, eps, odx, odg, odb);
     odx.store(), odg.store(), odb.store();
   }
   void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var) override {
-    if (!any_half(x, mean, var) || native_norm(mean)) return e_.batch_norm_stats(x, mean, var);
-    Wide wx(e_, x, R::in), om(e_, mean, R::out), ov(e_, var, R::out);
-    e_.batch_norm_stats(wx, om, ov);
+    if (!any_half(x, mean, var) || native_norm(mean)) return e().batch_norm_stats(x, mean, var);
+    Wide wx(e(), x, R::in), om(e(), mean, R::out), ov(e(), var, R::out);
+    e().batch_norm_stats(wx, om, ov);
     om.store(), ov.store();
   }
   void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var, const TensorView& gamma,
                   const TensorView& beta, double eps, const TensorView& out) override {
     if (!any_half(x, mean, var, gamma, beta, out) || native_norm(gamma, mean, var, beta))
-      return e_.batch_norm(x, mean, var, gamma, beta, eps, out);
-    Wide wx(e_, x, R::in), wm(e_, mean, R::in), wv(e_, var, R::in), wgm(e_, gamma, R::in), wb(e_, beta, R::in);
-    Wide o(e_, out, R::out);
-    e_.batch_norm(wx, wm, wv, wgm, wb, eps, o);
+      return e().batch_norm(x, mean, var, gamma, beta, eps, out);
+    Wide wx(e(), x, R::in), wm(e(), mean, R::in), wv(e(), var, R::in), wgm(e(), gamma, R::in), wb(e(), beta, R::in);
+    Wide o(e(), out, R::out);
+    e().batch_norm(wx, wm, wv, wgm, wb, eps, o);
     o.store();
   }
   void batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
                            const TensorView& gamma, const TensorView& g, double eps, bool training,
                            const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) override {
     if (!any_half(x, mean, var, gamma, g, dx, dgamma, dbeta) || native_norm(gamma, mean, var, dgamma, dbeta))
-      return e_.batch_norm_backward(x, mean, var, gamma, g, eps, training, dx, dgamma, dbeta);
-    Wide wx(e_, x, R::in), wm(e_, mean, R::in), wv(e_, var, R::in), wgm(e_, gamma, R::in), wg(e_, g, R::in);
-    Wide odx(e_, dx, R::out), odg(e_, dgamma, R::out), odb(e_, dbeta, R::out);
-    e_.batch_norm_backward(wx, wm, wv, wgm, wg, eps, training, odx, odg, odb);
+      return e().batch_norm_backward(x, mean, var, gamma, g, eps, training, dx, dgamma, dbeta);
+    Wide wx(e(), x, R::in), wm(e(), mean, R::in), wv(e(), var, R::in), wgm(e(), gamma, R::in), wg(e(), g, R::in);
+    Wide odx(e(), dx, R::out), odg(e(), dgamma, R::out), odb(e(), dbeta, R::out);
+    e().batch_norm_backward(wx, wm, wv, wgm, wg, eps, training, odx, odg, odb);
     odx.store(), odg.store(), odb.store();
   }
   void lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
                  const TensorView& out) override {
-    if (!any_half(input_gates, hidden_gates, c, out)) return e_.lstm_cell(input_gates, hidden_gates, c, out);
-    Wide wi(e_, input_gates, R::in), wh(e_, hidden_gates, R::in), wc(e_, c, R::in), o(e_, out, R::out);
-    e_.lstm_cell(wi, wh, wc, o);
+    if (!any_half(input_gates, hidden_gates, c, out)) return e().lstm_cell(input_gates, hidden_gates, c, out);
+    Wide wi(e(), input_gates, R::in), wh(e(), hidden_gates, R::in), wc(e(), c, R::in), o(e(), out, R::out);
+    e().lstm_cell(wi, wh, wc, o);
     o.store();
   }
   void lstm_cell_backward(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,
                           const TensorView& g, const TensorView& d_input_gates, const TensorView& d_hidden_gates,
                           const TensorView& dc) override {
     if (!any_half(input_gates, hidden_gates, c, g, d_input_gates, d_hidden_gates, dc))
-      return e_.lstm_cell_backward(input_gates, hidden_gates, c, g, d_input_gates, d_hidden_gates, dc);
-    Wide wi(e_, input_gates, R::in), wh(e_, hidden_gates, R::in), wc(e_, c, R::in), wg(e_, g, R::in);
-    Wide odi(e_, d_input_gates, R::out), odh(e_, d_hidden_gates, R::out), odc(e_, dc, R::out);
-    e_.lstm_cell_backward(wi, wh, wc, wg, odi, odh, odc);
+      return e().lstm_cell_backward(input_gates, hidden_gates, c, g, d_input_gates, d_hidden_gates, dc);
+    Wide wi(e(), input_gates, R::in), wh(e(), hidden_gates, R::in), wc(e(), c, R::in), wg(e(), g, R::in);
+    Wide odi(e(), d_input_gates, R::out), odh(e(), d_hidden_gates, R::out), odc(e(), dc, R::out);
+    e().lstm_cell_backward(wi, wh, wc, wg, odi, odh, odc);
     odi.store(), odh.store(), odc.store();
   }
 
@@ -376,17 +378,26 @@ class HalfWideningEngine final : public Engine {
   // The engine takes a 16-bit x with these float32 statistics and parameters itself.
   template <class... V>
   bool native_norm(const V&... params) const noexcept {
-    return e_.batch_norm_16() && ((params.data == nullptr || params.dtype == DataType::float32) && ...);
+    return e().batch_norm_16() && ((params.data == nullptr || params.dtype == DataType::float32) && ...);
   }
 
-  Engine& e_;
+  Engine& e() const noexcept { return *inner_.load(std::memory_order_relaxed); }
+
+  std::atomic<Engine*> inner_;  // swapped when a GPU engine registers again (tests' simulated GPU)
 };
 
 }  // namespace
 
-Engine* widen_half(Engine* inner) {
+Engine& widened_cpu_engine(Engine& cpu) {
+  static HalfWideningEngine wrapper(&cpu);
+  return wrapper;
+}
+
+Engine* widened_gpu_engine(Engine* inner) noexcept {
   if (inner == nullptr) return nullptr;
-  return new HalfWideningEngine(inner);  // process lifetime, as the engines it wraps
+  static HalfWideningEngine wrapper(inner);  // one for the process: registering again swaps what it wraps
+  wrapper.set_inner(inner);
+  return &wrapper;
 }
 
 }  // namespace ndgc::ops

@@ -26,8 +26,10 @@
 
 namespace ndgc::ops {
 
-// `inner` wrapped so that it accepts 16-bit views (null for null); used by
-// engine() and register_engine. The wrapper lives as long as the process.
-Engine* widen_half(Engine* inner);
+// The engines wrapped so that they accept 16-bit views: the CPU engine
+// (made once), and the GPU engine register_engine hands over (null for
+// null; one wrapper for the process, so registering again re-points it).
+Engine& widened_cpu_engine(Engine& cpu);
+Engine* widened_gpu_engine(Engine* inner) noexcept;
 
 }  // namespace ndgc::ops
