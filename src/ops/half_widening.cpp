@@ -235,14 +235,36 @@ class HalfWideningEngine final : public Engine {
     o.store();
   }
 
-  // Read-and-write operands: composed by the ops layer for 16-bit views.
+  // Read-and-write operands: each slice is widened, updated by the fused
+  // float32 kernel and stored back, so every step computes in float32 and
+  // rounds the weight and the state once. (Composing the update from 16-bit
+  // primitives would round after each: Adam's v = β2·(v - g²) + g² loses all
+  // of (1 - β2)·g² in bfloat16, and the step divides by ε.)
   bool adam_update(const TensorView& weight, const TensorView& grad, const TensorView& mean,
                    const TensorView& variance, const AdamHyper& hyper) override {
-    return !any_half(weight, grad, mean, variance) && e().adam_update(weight, grad, mean, variance, hyper);
+    if (!any_half(weight, grad, mean, variance)) return e().adam_update(weight, grad, mean, variance, hyper);
+    bool served = true;
+    by_slices(weight, [&](std::int64_t at, std::int64_t n) {
+      if (!served) return;
+      Wide w(e(), slice(weight, at, n), R::in), g(e(), slice(grad, at, n), R::in);
+      Wide m(e(), slice(mean, at, n), R::in), v(e(), slice(variance, at, n), R::in);
+      served = e().adam_update(w, g, m, v, hyper);
+      if (served) w.store(), m.store(), v.store();
+    });
+    return served;
   }
   bool sgd_update(const TensorView& weight, const TensorView& grad, const TensorView& momentum,
                   const SgdHyper& hyper) override {
-    return !any_half(weight, grad, momentum) && e().sgd_update(weight, grad, momentum, hyper);
+    if (!any_half(weight, grad, momentum)) return e().sgd_update(weight, grad, momentum, hyper);
+    bool served = true;
+    by_slices(weight, [&](std::int64_t at, std::int64_t n) {
+      if (!served) return;
+      Wide w(e(), slice(weight, at, n), R::in), g(e(), slice(grad, at, n), R::in);
+      Wide m(e(), momentum.data ? slice(momentum, at, n) : momentum, R::in);
+      served = e().sgd_update(w, g, m, hyper);
+      if (served) w.store(), m.store();
+    });
+    return served;
   }
 
   // ---- layers --------------------------------------------------------------------

@@ -15,9 +15,10 @@
 // they keep its same-bits-at-any-thread-count rule. The cost is two passes
 // over memory per 16-bit operand; kernels that need more than that (a bf16
 // matmul on AVX512-BF16) are taken by the engine itself before they get here.
-// Kernels that read and write one operand (matmul_add, the fused optimizer
-// updates) say "no kernel" for 16-bit views, and the ops layer composes them
-// from primitives that come back through here.
+// matmul_add, which reads and writes its output, says "no kernel" for
+// 16-bit views, and the ops layer composes it from primitives that come back
+// through here; the fused optimizer updates widen their state as well and
+// store the weight and the state back.
 //
 // Thread-safety: stateless but for the wrapped engine; from any thread.
 #pragma once

@@ -195,3 +195,29 @@ TEST_CASE("a step count in device memory: a 0-d float64 array, and only for the 
 }
 
 }  // namespace ndgc
+
+namespace ndgc {
+
+TEST_CASE("Sgd and Adam update float16 and bfloat16 parameters (the composed path), near float32's steps") {
+  NDManager m = NDManager::new_base_manager("half-optimizers");
+  for (DataType dtype : {DataType::float16, DataType::bfloat16}) {
+    CAPTURE(to_string(dtype));
+    One half, single;
+    half.initialize(m, Shape{3}, dtype);
+    single.initialize(m, Shape{3}, DataType::float32);
+    nn::Adam adam_half(0.05), adam_single(0.05);
+    for (int t = 1; t <= 4; ++t) {
+      half.p->array().gradient().assign_(m.create(std::vector<float>{0.5f, -1.f, 2.f}).to_type(dtype));
+      single.p->array().gradient().assign_(m.create(std::vector<float>{0.5f, -1.f, 2.f}));
+      adam_half.update(half.parameters());
+      adam_single.update(single.parameters());
+    }
+    CHECK(half.p->array().dtype() == dtype);
+    const std::vector<float> h = half.p->array().to_vector<float>(), s = single.p->array().to_vector<float>();
+    for (std::size_t i = 0; i < 3; ++i) CHECK(std::fabs(h[i] - s[i]) <= 0x1p-6);
+    nn::Sgd(0.25).update(half.parameters());
+    CHECK(half.p->array().to_vector<float>()[2] == doctest::Approx(h[2] - 0.5f).epsilon(0x1p-7));
+  }
+}
+
+}  // namespace ndgc
