@@ -31,6 +31,7 @@
 #include "ndgc/half.hpp"
 #include "memory/allocator.hpp"
 #include "ops/cpu/cpu_engine.hpp"
+#include "support/cpu_features.hpp"
 #include "support/parallel.hpp"
 
 namespace ndgc::ops::cpu {
@@ -97,11 +98,7 @@ using TileFn = void (*)(const std::uint32_t*, std::int64_t, const std::uint32_t*
                         std::int64_t, std::int64_t, std::int64_t);
 constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
 
-bool has_avx512_bf16() noexcept {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-  return yes;
-}
+bool has_avx512_bf16() noexcept { return support::cpu_has_avx512_bf16(); }
 
 // out (m × n) = a (m × k) · b (k × n), all bfloat16. See Note [bfloat16 products].
 void product(const Matrix& a, const Matrix& b, std::uint16_t* out, std::int64_t ors, std::int64_t ocs) {

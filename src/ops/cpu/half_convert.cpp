@@ -19,6 +19,7 @@
 #endif
 
 #include "ndgc/half.hpp"
+#include "support/cpu_features.hpp"
 #include "support/parallel.hpp"
 
 namespace ndgc::ops::cpu {
@@ -66,10 +67,7 @@ __attribute__((target("avx,f16c"))) void widen_float16_f16c(const std::uint16_t*
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
   widen_float16_portable(in + i, out + i, n - i);
 }
-bool has_f16c() noexcept {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-  return yes;
-}
+bool has_f16c() noexcept { return support::cpu_has_f16c(); }
 #else
 bool has_f16c() noexcept { return false; }
 #endif
