@@ -86,6 +86,23 @@ TEST_CASE("all_reduce: an integer mean is the sum divided with truncation") {
   CHECK(a.to_vector<std::int32_t>() == std::vector<std::int32_t>{s / n, -s / n});
 }
 
+TEST_CASE("16-bit arrays: broadcast and all_gather move their bits; a host all_reduce is refused, naming the fix") {
+  auto pg = test::group();
+  NDManager m = NDManager::new_base_manager("t16");
+  for (DataType t : {DataType::float16, DataType::bfloat16}) {
+    CAPTURE(to_string(t));
+    NDArray a = m.full({3}, pg.rank() == 0 ? 1.5 : -7.0, t);
+    pg.broadcast(a, 0);
+    CHECK(a.to_vector<float>() == std::vector<float>{1.5f, 1.5f, 1.5f});
+    NDArray g = pg.all_gather(m.full({2}, double(pg.rank()) + 0.25, t));
+    CHECK(g.dtype() == t);
+    CHECK(g.to_vector<float>()[0] == 0.25f);
+    NDArray r = m.ones({2}, t);
+    CHECK_THROWS_WITH_AS(pg.all_reduce(r, ReduceOp::sum), doctest::Contains("which MPI cannot reduce"), DTypeMismatch);
+    pg.barrier();  // still in step after the refusal
+  }
+}
+
 TEST_CASE("all_reduce on boolean: sum and max are or, min is and, mean is refused") {
   auto pg = test::group();
   NDManager m = NDManager::new_base_manager("t");
