@@ -57,7 +57,8 @@ struct TensorView {
   // Elements [start, start + length) of `axis`, the other axes whole (as torch.narrow).
   TensorView narrow(int axis, std::int64_t start, std::int64_t length) const noexcept {
     TensorView v = *this;
-    v.data = static_cast<char*>(data) + start * strides[axis] * std::int64_t(size_of(dtype));
+    // An empty array may have no buffer: no offset from a null pointer (UB even when nothing is read).
+    if (data != nullptr) v.data = static_cast<char*>(data) + start * strides[axis] * std::int64_t(size_of(dtype));
     v.shape[axis] = length;
     return v;
   }
