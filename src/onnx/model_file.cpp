@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <map>
 #include <string>
 
 #include <fmt/format.h>
@@ -106,6 +107,42 @@ void check_divisors(const ::onnx::GraphProto& graph, const std::string& label) {
     }
 }
 
+// Note [Ranks ONNX's shape inference indexes by]
+// libonnx 1.12's shape inference for LayerNormalization indexes its input's
+// dimensions by `axis` without checking it against the rank: a rank-0 input,
+// or an axis outside [-rank, rank), reads past the shape and stops the
+// process with SIGSEGV inside InferShapes (found by
+// tests/fuzz/onnx_model_fuzz.cpp). Where the input's rank is declared (a
+// graph input, a value_info, an initializer), such a node is a DataError
+// first; an intermediate's rank is known only to the inference itself.
+void check_axes(const ::onnx::GraphProto& graph, const std::string& label) {
+  std::map<std::string, int> ranks;
+  auto note = [&](const ::onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+  };
+  for (const auto& v : graph.input()) note(v);
+  for (const auto& v : graph.value_info()) note(v);
+  for (const auto& t : graph.initializer()) ranks[t.name()] = t.dims_size();
+  for (const auto& node : graph.node()) {
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) check_axes(a.g(), label);
+      for (const auto& g : a.graphs()) check_axes(g, label);
+    }
+    if (node.op_type() != "LayerNormalization" || node.input_size() == 0) continue;
+    const auto known = ranks.find(node.input(0));
+    if (known == ranks.end()) continue;
+    std::int64_t axis = -1;
+    for (const auto& a : node.attribute())
+      if (a.name() == "axis" && a.has_i()) axis = a.i();
+    const int rank = known->second;
+    if (rank == 0 || axis < -rank || axis >= rank)
+      throw DataError(fmt::format("onnx::load: {}: node '{}' (LayerNormalization) has axis {} for input '{}' of "
+                                  "rank {}",
+                                  label, node.name(), axis, node.input(0), rank));
+  }
+}
+
 }  // namespace
 
 ::onnx::ModelProto parse_model(const void* data, std::size_t size, const std::string& label,
@@ -123,6 +160,7 @@ void check_divisors(const ::onnx::GraphProto& graph, const std::string& label) {
     throw DataError(fmt::format("onnx::load: {}: the ONNX checker refused it: {}", label, e.what()));
   }
   check_divisors(model.graph(), label);
+  check_axes(model.graph(), label);
   try {
     ::onnx::shape_inference::InferShapes(model);
   } catch (const std::exception& e) {

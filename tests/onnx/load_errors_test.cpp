@@ -128,6 +128,18 @@ TEST_CASE("onnx::load: hostile but valid models are errors, never crashes") {
     g.node("Identity", {"b"}, {"y"}, "three");
     CHECK_THROWS_AS(onnx::load(g.write(dir / "cycle.onnx"), "cycle"), DataError);
   }
+  SUBCASE("LayerNormalization whose axis misses its input's rank: DataError before libonnx's inference reads past "
+          "the shape") {
+    for (std::int64_t axis : {-1, 3, -4}) {
+      CAPTURE(axis);
+      GraphBuilder g(17);
+      g.input("x", axis == -1 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{2, 3, 4}).output("y", {});
+      g.floats("scale", {4}, {1, 1, 1, 1});
+      auto& n = g.node("LayerNormalization", {"x", "scale"}, {"y"}, "ln");
+      if (axis != -1) GraphBuilder::attr(n, "axis", axis);
+      check_refused<DataError>(g.write(dir / "ln.onnx"), "(LayerNormalization) has axis " + std::to_string(axis));
+    }
+  }
   SUBCASE("an attribute out of range fails at forward with the node's name, not a crash") {
     GraphBuilder g;
     g.input("x", {2, 3}).output("y", {6});
