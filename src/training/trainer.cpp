@@ -122,6 +122,9 @@ Trainer::Trainer(Model& model, TrainingConfig config)
         "Trainer: model '{}' is not initialized; call model.initialize(input_shape) (or load()) first", model_.name()));
   for (const auto& l : config_.listeners)
     if (!l) throw InvalidArgument("Trainer: a listener in the configuration is null");
+  if (config_.cuda_graph && config_.precision == Precision::float16)
+    throw InvalidArgument("Trainer: float16's loss scaler reads the gradients on the host every step, which a CUDA "
+                          "graph cannot; use bfloat16 with cuda_graph");
   if (config_.cuda_graph) {
     if (device_.is_cpu())
       throw InvalidArgument(fmt::format("Trainer: cuda_graph needs a model on a GPU; model '{}' is on {}",
@@ -130,9 +133,6 @@ Trainer::Trainer(Model& model, TrainingConfig config)
       throw InvalidArgument("Trainer: cuda_graph cannot capture a gradient reducer's collectives; turn one off");
     if (config_.workspace_mode == WorkspaceMode::enabled)
       throw InvalidArgument("Trainer: cuda_graph and workspaces both own the step's memory; turn one off");
-    if (config_.precision == Precision::float16)
-      throw InvalidArgument("Trainer: float16's loss scaler reads the gradients on the host every step, which a CUDA "
-                            "graph cannot; use bfloat16 with cuda_graph");
     config_.optimizer->set_capturable(true);
   }
   if (config_.precision == Precision::float16) scaler_ = std::make_unique<LossScaler>(config_.loss_scaling);

@@ -12,7 +12,7 @@
 
 #include <ndgc/ndgc.hpp>
 
-#include "ops/cpu/cpu_engine.hpp"
+#include "support/cpu_features.hpp"
 
 namespace ndgc {
 namespace {
@@ -29,7 +29,7 @@ void check_product(const NDArray& a, const NDArray& b) {
   const std::vector<float> w = a32.matmul(b32).to_type(t).to_type(DataType::float32).to_vector<float>();
   const std::vector<float> mag = a32.abs().matmul(b32.abs()).to_vector<float>();
   REQUIRE(g.size() == w.size());
-  const bool exact = t == DataType::float16 || !ops::cpu::cpu_has_bf16_products();
+  const bool exact = t == DataType::float16 || !support::cpu_has_avx512_bf16();
   for (std::size_t i = 0; i < g.size(); ++i) {
     CAPTURE(i);
     if (exact) CHECK(g[i] == w[i]);
@@ -42,7 +42,7 @@ NDArray values16(NDManager& m, const Shape& shape, DataType t) { return m.random
 }  // namespace
 
 TEST_CASE("16-bit products: every shape class against the float32 product") {
-  MESSAGE("AVX512-BF16 products: " << std::string(ops::cpu::cpu_has_bf16_products() ? "yes" : "no (widened)"));
+  MESSAGE("AVX512-BF16 products: " << std::string(support::cpu_has_avx512_bf16() ? "yes" : "no (widened)"));
   NDManager m = NDManager::new_base_manager("bf16-matmul");
   set_random_seed(31);
   for (DataType t : {DataType::bfloat16, DataType::float16}) {

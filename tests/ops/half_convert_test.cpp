@@ -12,7 +12,7 @@
 
 #include <ndgc/ndgc.hpp>
 
-#include "ops/cpu/half_convert.hpp"
+#include "support/cpu_features.hpp"
 
 namespace ndgc {
 namespace {
@@ -62,7 +62,7 @@ void check_type(DataType t) {
 }  // namespace
 
 TEST_CASE("half copies: float16 (F16C where the CPU has it) gives the scalar conversion's bits") {
-  MESSAGE("F16C: " << std::string(ops::cpu::cpu_has_f16c() ? "yes" : "no, the portable loop"));
+  MESSAGE("F16C: " << std::string(support::cpu_has_f16c() ? "yes" : "no, the portable loop"));
   check_type<float16>(DataType::float16);
 }
 

@@ -98,8 +98,6 @@ using TileFn = void (*)(const std::uint32_t*, std::int64_t, const std::uint32_t*
                         std::int64_t, std::int64_t, std::int64_t);
 constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
 
-bool has_avx512_bf16() noexcept { return support::cpu_has_avx512_bf16(); }
-
 // out (m × n) = a (m × k) · b (k × n), all bfloat16. See Note [bfloat16 products].
 void product(const Matrix& a, const Matrix& b, std::uint16_t* out, std::int64_t ors, std::int64_t ocs) {
   const std::int64_t m = a.rows, k = a.cols, n = b.cols, pairs = (k + 1) / 2;
@@ -143,7 +141,7 @@ void product(const Matrix& a, const Matrix& b, std::uint16_t* out, std::int64_t 
 bool CpuEngine::matmul_16(const TensorView& a, const TensorView& b, const TensorView& out) {
 #if defined(__x86_64__)
   if (a.dtype != DataType::bfloat16 || b.dtype != DataType::bfloat16 || out.dtype != DataType::bfloat16 ||
-      !has_avx512_bf16())
+      !support::cpu_has_avx512_bf16())
     return false;
   const int r = out.rank;
   const std::int64_t m = out.shape[r - 2], n = out.shape[r - 1], k = a.shape[r - 1];
@@ -171,14 +169,6 @@ bool CpuEngine::matmul_16(const TensorView& a, const TensorView& b, const Tensor
   return true;
 #else
   (void)a, (void)b, (void)out;
-  return false;
-#endif
-}
-
-bool cpu_has_bf16_products() noexcept {
-#if defined(__x86_64__)
-  return has_avx512_bf16();
-#else
   return false;
 #endif
 }

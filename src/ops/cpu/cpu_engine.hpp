@@ -115,7 +115,4 @@ class Scratch {
 // beyond the cached buffer).
 const TensorView& contiguous_or_copy(const TensorView& in, std::optional<Scratch>& scratch);
 
-// Whether matmul_16 runs bfloat16 products on AVX512-BF16 here (tests, benchmarks).
-bool cpu_has_bf16_products() noexcept;
-
 }  // namespace ndgc::ops::cpu

@@ -67,20 +67,17 @@ __attribute__((target("avx,f16c"))) void widen_float16_f16c(const std::uint16_t*
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
   widen_float16_portable(in + i, out + i, n - i);
 }
-bool has_f16c() noexcept { return support::cpu_has_f16c(); }
-#else
-bool has_f16c() noexcept { return false; }
 #endif
 
 void narrow_float16(const float* in, std::uint16_t* out, std::int64_t n) noexcept {
 #if defined(__x86_64__)
-  if (has_f16c()) return narrow_float16_f16c(in, out, n);
+  if (support::cpu_has_f16c()) return narrow_float16_f16c(in, out, n);
 #endif
   narrow_float16_portable(in, out, n);
 }
 void widen_float16(const std::uint16_t* in, float* out, std::int64_t n) noexcept {
 #if defined(__x86_64__)
-  if (has_f16c()) return widen_float16_f16c(in, out, n);
+  if (support::cpu_has_f16c()) return widen_float16_f16c(in, out, n);
 #endif
   widen_float16_portable(in, out, n);
 }
@@ -112,7 +109,5 @@ bool copy_half_rows(const TensorView& in, const TensorView& out) {
   });
   return true;
 }
-
-bool cpu_has_f16c() noexcept { return has_f16c(); }
 
 }  // namespace ndgc::ops::cpu

@@ -8,7 +8,5 @@ namespace ndgc::ops::cpu {
 // Converts a contiguous float32 view into a contiguous 16-bit one of the same
 // shape, or back, and returns true; false (nothing done) for any other pair.
 bool copy_half_rows(const TensorView& in, const TensorView& out);
-// Whether copy_half_rows converts float16 with F16C (for tests and benchmarks).
-bool cpu_has_f16c() noexcept;
 
 }  // namespace ndgc::ops::cpu

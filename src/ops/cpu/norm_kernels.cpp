@@ -14,12 +14,15 @@
 // are contiguous (the ops layer and autograd see to it).
 #include <cmath>
 #include <memory>
-#include <type_traits>
 
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/cpu/layer_dispatch.hpp"
+#include "ops/random_stream.hpp"
 
 namespace ndgc::ops::cpu {
+
+using random::convert;  // 16-bit values read through float, which holds them exactly
+
 namespace {
 
 template <class T>
@@ -55,13 +58,6 @@ void row_stats(const T* x, std::int64_t n, double eps, double& mean, double& rst
   double v = 0;
   for (std::int64_t i = 0; i < n; ++i) v += (double(x[i]) - mean) * (double(x[i]) - mean);
   rstd = 1.0 / std::sqrt((n ? v / double(n) : 0) + eps);
-}
-
-// A stored value as double (16-bit ones through float, which holds them exactly).
-template <class T>
-double wide(T v) {
-  if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) return double(static_cast<float>(v));
-  else return double(v);
 }
 
 // batch_norm's storage type S (x, g, dx, out) and parameter type P (mean,
@@ -164,14 +160,14 @@ void CpuEngine::batch_norm_stats(const TensorView& x, const TensorView& mean, co
         Lanes sum;
         for (std::int64_t i = 0; i < n; ++i) {
           const T* row = in + (i * c + ch) * s;
-          sum.add_row(s, [row](std::int64_t j) { return wide(row[j]); });
+          sum.add_row(s, [row](std::int64_t j) { return convert<double>(row[j]); });
         }
         const double m = n * s > 0 ? sum.total() / double(n * s) : 0;
         Lanes squares;
         for (std::int64_t i = 0; i < n; ++i) {
           const T* row = in + (i * c + ch) * s;
           squares.add_row(s, [row, m](std::int64_t j) {
-            const double dev = wide(row[j]) - m;
+            const double dev = convert<double>(row[j]) - m;
             return dev * dev;
           });
         }
@@ -199,7 +195,7 @@ void CpuEngine::batch_norm(const TensorView& x, const TensorView& mean, const Te
         const T* row = in + p * s;
         T* orow = o + p * s;
 #pragma omp simd
-        for (std::int64_t j = 0; j < s; ++j) orow[j] = T(P((wide(row[j]) - m) * rstd) * scale + shift);
+        for (std::int64_t j = 0; j < s; ++j) orow[j] = T(P((convert<double>(row[j]) - m) * rstd) * scale + shift);
       }
     });
   });
@@ -229,8 +225,10 @@ void CpuEngine::batch_norm_backward(const TensorView& x, const TensorView& mean,
         for (std::int64_t i = 0; i < n; ++i) {
           const T* grow = gin + (i * c + ch) * s;
           const T* xrow = in + (i * c + ch) * s;
-          lg.add_row(s, [grow](std::int64_t j) { return wide(grow[j]); });
-          lgx.add_row(s, [grow, xrow, m, rstd](std::int64_t j) { return wide(grow[j]) * (wide(xrow[j]) - m) * rstd; });
+          lg.add_row(s, [grow](std::int64_t j) { return convert<double>(grow[j]); });
+          lgx.add_row(s, [grow, xrow, m, rstd](std::int64_t j) {
+            return convert<double>(grow[j]) * (convert<double>(xrow[j]) - m) * rstd;
+          });
         }
         const double sg = lg.total(), sgx = lgx.total();
         if (dg) dg[ch] = P(sgx);
@@ -244,10 +242,11 @@ void CpuEngine::batch_norm_backward(const TensorView& x, const TensorView& mean,
           if (training) {
 #pragma omp simd
             for (std::int64_t j = 0; j < s; ++j)
-              drow[j] = T(P(scale * ((wide(grow[j]) - mean_g) - (wide(xrow[j]) - m) * rstd * mean_gx)));
+              drow[j] = T(P(scale * ((convert<double>(grow[j]) - mean_g) -
+                                     (convert<double>(xrow[j]) - m) * rstd * mean_gx)));
           } else {
 #pragma omp simd
-            for (std::int64_t j = 0; j < s; ++j) drow[j] = T(P(scale * wide(grow[j])));
+            for (std::int64_t j = 0; j < s; ++j) drow[j] = T(P(scale * convert<double>(grow[j])));
           }
         }
       }
