@@ -225,7 +225,12 @@ std::vector<DeviceBytes> all_on(Device device, std::uint64_t arrays, std::uint64
   return {DeviceBytes{device, arrays, bytes}};
 }
 
-ManagerInfo read_manager(const In& in, bool detailed) {
+// Managers nest one level per sub-manager; reading recurses per level, so a
+// hostile document's depth is bounded before it can exhaust the stack.
+constexpr int kMaxManagerDepth = 1000;
+
+ManagerInfo read_manager(const In& in, bool detailed, int depth = 0) {
+  if (depth > kMaxManagerDepth) in.fail(fmt::format("managers nested more than {} levels deep", kMaxManagerDepth));
   ManagerInfo m;
   m.name = in["name"].str();
   m.path = in["path"].str();
@@ -247,7 +252,7 @@ ManagerInfo read_manager(const In& in, bool detailed) {
     }
   }
   In children = in["children"];
-  for (std::size_t i = 0, n = children.size(); i < n; ++i) m.children.push_back(read_manager(children[i], detailed));
+  for (std::size_t i = 0, n = children.size(); i < n; ++i) m.children.push_back(read_manager(children[i], detailed, depth + 1));
   return m;
 }
 

@@ -25,7 +25,9 @@
 #include "ndgc/debug.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/serving.hpp"
+#include "serving/admin_auth.hpp"
 #include "serving/batcher.hpp"
+#include "serving/debug_ui.hpp"
 #include "serving/http_server.hpp"
 #include "serving/kserve_codec.hpp"
 #include "serving/metrics.hpp"
@@ -143,18 +145,30 @@ struct Server::Impl {
 
   // Note [Admin endpoints]
   // The /v2/debug endpoints exist only with an admin token (they reveal the
-  // process's memory and its source sites); each then requires
-  // "Authorization: Bearer TOKEN", else 401. They run on the I/O thread: a
-  // snapshot costs ~10 ms per 100k arrays, which an operator asks for
+  // process's memory and its source sites); each then requires the token in
+  // the Authorization header, as "Bearer TOKEN" or as the password of HTTP
+  // Basic credentials (admin_auth.hpp), else 401 with a Basic challenge, so
+  // a browser opening /v2/debug/ui asks for it. They run on the I/O thread:
+  // a snapshot costs ~10 ms per 100k arrays, which an operator asks for
   // rarely, and never touches a model's parameters.
   void admin_routes() {
-    auto guarded = [this](auto body) {
-      return [this, body](Request&& request, const Captures&, Reply reply) {
-        if (request[http::field::authorization] != "Bearer " + options.admin_token)
-          return answer(reply, metrics, "", error_response(401, "the debug endpoints need 'Authorization: Bearer <admin token>'"));
-        answer(reply, metrics, "", make_response(200, body()));
+    auto guarded = [this](auto body, const char* content_type = "application/json") {
+      return [this, body, content_type](Request&& request, const Captures&, Reply reply) {
+        const auto header = request[http::field::authorization];
+        if (!admin_authorized(std::string_view(header.data(), header.size()), options.admin_token)) {
+          Response refused = error_response(
+              401, "the debug endpoints need the admin token: 'Authorization: Bearer <token>', or HTTP Basic "
+                   "credentials with the token as the password");
+          refused.set(http::field::www_authenticate, kAdminChallenge);
+          return answer(reply, metrics, "", std::move(refused));
+        }
+        Response ok = make_response(200, body(), content_type);
+        ok.set(http::field::cache_control, "no-store");
+        answer(reply, metrics, "", std::move(ok));
       };
     };
+    // The live report page (docs/report.md): the page polls the two routes below and /metrics.
+    router.add(http::verb::get, "/v2/debug/ui", guarded([] { return debug_ui_page(); }, "text/html; charset=utf-8"));
     router.add(http::verb::get, "/v2/debug/memory", guarded([] {
       std::ostringstream tree;
       debug::dump(tree, false, debug::Format::json);

@@ -158,6 +158,19 @@ TEST_CASE("from_json of malformed input throws DataError naming the problem") {
       doctest::Contains("root.arrays[0].shape[1]: dimension -1 is negative"), DataError);
   CHECK(debug::Dump::from_json(bad_dump([](json& j) { j["root"]["device"] = "gpu(3)"; })).root.device ==
         Device::gpu(3));
+  // Managers nested deeper than any program makes: refused before the reader's recursion can exhaust the stack.
+  CHECK_THROWS_WITH_AS(debug::Dump::from_json(bad_dump([](json& j) {
+                         json node = j["root"];
+                         node["arrays"] = json::array();
+                         node["children"] = json::array();
+                         for (int i = 0; i < 1002; ++i) {
+                           json parent = node;
+                           parent["children"] = json::array({std::move(node)});
+                           node = std::move(parent);
+                         }
+                         j["root"] = std::move(node);
+                       })),
+                       doctest::Contains("managers nested more than 1000 levels deep"), DataError);
   CHECK_THROWS_WITH_AS(debug::OrphanReport::from_json("{\"format\": \"ndgc.orphans\", \"version\": 1}"),
                        doctest::Contains("debug::OrphanReport::from_json: the document: missing field 'arrays'"),
                        DataError);

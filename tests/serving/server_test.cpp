@@ -456,10 +456,10 @@ TEST_CASE("the debug endpoints exist only with an admin token, and require it") 
   server.add_model("fashion", f.model, 4, 3);
   Client c(server.start());
   check_error(c.get("/v2/debug/memory"), 401, "Authorization: Bearer");
-  auto authorized = [&](verb method, const std::string& target) {
+  auto authorized = [&](verb method, const std::string& target, const char* credentials = "Bearer s3cret") {
     test::http::request<test::http::string_body> req{method, target, 11};
     req.set(test::http::field::host, "x");
-    req.set(test::http::field::authorization, "Bearer s3cret");
+    req.set(test::http::field::authorization, credentials);
     req.prepare_payload();
     test::http::write(c.stream(), req);
     test::beast::flat_buffer buffer;
@@ -472,6 +472,21 @@ TEST_CASE("the debug endpoints exist only with an admin token, and require it") 
   CHECK(memory.body().find("served") != std::string::npos);  // the model's manager in the tree
   CHECK(authorized(verb::post, "/v2/debug/snapshot").body().starts_with("{\"arrays\":"));
   CHECK(authorized(verb::get, "/v2/debug/diff").result_int() == 200);
+
+  // The live report page: a browser's Basic credentials (any user, the token
+  // as the password) open it; without them, a 401 whose challenge makes the
+  // browser ask.
+  const auto refused = c.get("/v2/debug/ui");
+  CHECK(refused.result_int() == 401);
+  CHECK(std::string(refused[test::http::field::www_authenticate]).starts_with("Basic realm="));
+  CHECK(authorized(verb::get, "/v2/debug/ui", "Basic YWRtaW46d3Jvbmc=").result_int() == 401);  // admin:wrong
+  const auto page = authorized(verb::get, "/v2/debug/ui", "Basic YWRtaW46czNjcmV0");            // admin:s3cret
+  CHECK(page.result_int() == 200);
+  CHECK(std::string(page[test::http::field::content_type]).starts_with("text/html"));
+  CHECK(std::string(page[test::http::field::cache_control]) == "no-store");
+  CHECK(page.body().find("connect-src 'self'") != std::string::npos);
+  CHECK(page.body().find("s3cret") == std::string::npos);  // the token stays the browser's
+  CHECK(authorized(verb::get, "/v2/debug/ui").result_int() == 200);  // Bearer too
 }
 
 }  // namespace ndgc::serving

@@ -80,7 +80,8 @@ int single(const Options& o) {
   const std::filesystem::path stem = o.out / ("run-" + r.config);
   write_file(stem.string() + ".csv", to_csv({r}));
   write_file(stem.string() + ".svg", render_chart({r}, chart_title(o, {r})));
-  print_written({stem.string() + ".csv", json, stem.string() + ".svg"});
+  write_report({r}, o.out, chart_title(o, {r}));
+  print_written({stem.string() + ".csv", json, stem.string() + ".svg", o.out / "report.html"});
   return r.failure ? 1 : 0;
 }
 

@@ -1,5 +1,6 @@
-// The files ndgc-train leaves in --out: <stem>.csv, <stem>.json and
-// <stem>.svg for the runs given (results.hpp, svg_chart.hpp).
+// The files ndgc-train leaves in --out: <stem>.csv, <stem>.json,
+// <stem>.svg and report.html for the runs given (results.hpp, svg_chart.hpp,
+// report_page.hpp).
 #pragma once
 
 #include <filesystem>
@@ -13,5 +14,9 @@ namespace ndgc::train_tool {
 // Returns the paths written. DataError when a file cannot be written.
 std::vector<std::filesystem::path> write_outputs(const std::vector<RunResult>& runs, const std::filesystem::path& dir,
                                                  const std::string& stem, const std::string& title);
+
+// <dir>/report.html alone; returns its path.
+std::filesystem::path write_report(const std::vector<RunResult>& runs, const std::filesystem::path& dir,
+                                   const std::string& title);
 
 }  // namespace ndgc::train_tool

@@ -2,8 +2,11 @@
 // and where the run is (for a run that dies).
 #include "recorder.hpp"
 
+#include <fmt/format.h>
+
 #include <ndgc/gc.hpp>
 #include <ndgc/memory.hpp>
+#include <ndgc/report.hpp>
 
 namespace ndgc::train_tool {
 namespace {
@@ -37,7 +40,11 @@ std::string first_line(const std::string& what) { return what.substr(0, what.fin
 
 void EpochRecorder::on_epoch_begin(training::Trainer&, std::int64_t epoch) {
   // Outside the epochs' times: a snapshot walks every array (~10 ms per 100k).
-  if (epoch == 1) first_ = debug::snapshot();  // the arrays at the end of the first epoch
+  if (epoch >= 1) {  // the arrays at the end of the previous epoch
+    debug::Snapshot taken = debug::snapshot();
+    report_.snapshots.push_back(report::snapshot_entry(taken, fmt::format("end of epoch {}", epoch)));
+    if (epoch == 1) first_ = std::move(taken);
+  }
   memory::reset_peak(Device::cpu());
   if (!device_.is_cpu()) memory::reset_peak(device_);
   reclaimed_at_start_ = gc::stats().reclaimed;
@@ -98,11 +105,20 @@ void EpochRecorder::on_epoch_end(training::Trainer& trainer, std::int64_t epoch)
 }
 
 void EpochRecorder::on_training_end(training::Trainer&) {
-  if (rows_.size() >= 2) last_ = debug::snapshot();
+  if (rows_.empty()) return;
+  last_ = debug::snapshot();
+  finish_report(fmt::format("end of epoch {}", rows_.size()));
 }
 
 void EpochRecorder::snapshot_at_failure() {
-  if (first_) last_ = debug::snapshot();
+  last_ = debug::snapshot();
+  finish_report(fmt::format("when it died (epoch {})", epoch_ + 1));
+}
+
+// The last snapshot's entry and the manager tree at that point, for the report page.
+void EpochRecorder::finish_report(const std::string& label) {
+  report_.snapshots.push_back(report::snapshot_entry(*last_, label));
+  report_.tree = report::tree_entry(debug::inspect(NDManager::system(), /*detailed=*/true), &*last_);
 }
 
 std::optional<debug::Diff> EpochRecorder::growth() const {

@@ -1,5 +1,7 @@
 // Measures each epoch of a run (EpochRow) and snapshots the arrays at the end
-// of the first and the last epoch, for the leak report (debug::diff).
+// of each epoch: the first and the last for the leak report (debug::diff),
+// every one for the report page (ReportParts), with the manager tree at the
+// end.
 //
 // Listen order matters: put the recorder first, so its timing starts before
 // and ends before the other listeners' epoch hooks. At each epoch end it
@@ -48,6 +50,9 @@ class EpochRecorder : public training::TrainingListener {
   void snapshot_at_failure();
   // Where the run is now, for an error of kind `error` (message: its first line).
   RunFailure failure(std::string error, const std::string& what) const;
+  // The report page's snapshots (the end of each epoch, or when it died) and
+  // manager tree (at the last of them).
+  const ReportParts& report() const noexcept { return report_; }
   // The listener to put last: it marks the end of each step's listeners.
   std::shared_ptr<training::TrainingListener> step_end_marker();
 
@@ -58,6 +63,8 @@ class EpochRecorder : public training::TrainingListener {
   std::uint64_t reclaimed_at_start_ = 0;
   std::vector<EpochRow> rows_;
   std::optional<debug::Snapshot> first_, last_;
+  ReportParts report_;
+  void finish_report(const std::string& label);
   // Position: the epoch (from 0), steps ended in each phase, and whether the
   // last step's listeners are still running.
   std::int64_t epoch_ = 0, trained_ = 0, tested_ = 0;

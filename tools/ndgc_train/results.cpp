@@ -15,6 +15,22 @@ namespace {
 
 using nlohmann::json;
 
+json parsed_or_null(const std::string& text) { return text.empty() ? json(nullptr) : json::parse(text); }
+
+json report_json(const ReportParts& p) {
+  json snapshots = json::array();
+  for (const std::string& s : p.snapshots) snapshots.push_back(json::parse(s));
+  return {{"timeline", parsed_or_null(p.timeline)}, {"snapshots", std::move(snapshots)}, {"tree", parsed_or_null(p.tree)}};
+}
+
+ReportParts report_from_json(const json& j) {
+  ReportParts p;
+  if (!j.at("timeline").is_null()) p.timeline = j.at("timeline").dump();
+  for (const json& s : j.at("snapshots")) p.snapshots.push_back(s.dump());
+  if (!j.at("tree").is_null()) p.tree = j.at("tree").dump();
+  return p;
+}
+
 json run_json(const RunResult& r) {
   json epochs = json::array();
   for (const EpochRow& e : r.epochs)
@@ -61,7 +77,8 @@ json run_json(const RunResult& r) {
           {"growth", r.growth ? json::parse(r.growth->to_json()) : json(nullptr)},
           {"trace_leaks", std::move(leaks)},
           {"workspace", std::move(ws)},
-          {"ranks", r.ranks ? json::parse(ranks_to_json(*r.ranks)) : json(nullptr)}};
+          {"ranks", r.ranks ? json::parse(ranks_to_json(*r.ranks)) : json(nullptr)},
+          {"report", report_json(r.report)}};
 }
 
 template <class T>
@@ -148,6 +165,7 @@ RunResult run_from_json(const std::string& text) {
                                      w.at("allocations").get<std::uint64_t>()};
     }
     if (j.contains("ranks") && !j.at("ranks").is_null()) r.ranks = ranks_from_json(j.at("ranks").dump());
+    if (j.contains("report")) r.report = report_from_json(j.at("report"));
     return r;
   } catch (const json::exception& e) {
     throw DataError(fmt::format("ndgc-train: a run's result is not valid: {}", e.what()));

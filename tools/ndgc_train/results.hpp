@@ -14,8 +14,10 @@
 //    "trace_leaks": [{"file": ..., "line": ..., "arrays": ..., "bytes": ...}, ...],
 //    "failure": null or {"error": "OutOfMemory", "epoch": 3, "phase": "training", "step": 412, "steps": 1875,
 //                        "message": <the error's first line>},
-//    "ranks": <ranks.hpp's JSON under mpirun, else null>}
-// A document without "device", "precision", the gpu_* fields or "failure"
+//    "ranks": <ranks.hpp's JSON under mpirun, else null>,
+//    "report": {"timeline": null or {...}, "snapshots": [...], "tree": null or {...}}
+//              (the report page's parts: ReportParts, src/report/page/SCHEMA.md)}
+// A document without "device", "precision", the gpu_* fields, "failure" or "report"
 // (written before they existed) reads as a float32 CPU run that finished.
 #pragma once
 
@@ -87,6 +89,16 @@ struct WorkspaceFigures {
   friend bool operator==(const WorkspaceFigures&, const WorkspaceFigures&) = default;
 };
 
+// What the report page (report.html, ndgc/report.hpp) shows of a run beyond
+// its epochs, as JSON text of the report document's parts: empty when not
+// recorded.
+struct ReportParts {
+  std::string timeline;                // report::SiteTimeline::to_json; with --memory-every
+  std::vector<std::string> snapshots;  // report::snapshot_entry at the end of each epoch (or when it died)
+  std::string tree;                    // report::tree_entry at the last snapshot
+  friend bool operator==(const ReportParts&, const ReportParts&) = default;
+};
+
 struct RunResult {
   std::string model = "mlp";  // --model: mlp, cnn, lstm
   std::string config;  // off, on, trace
@@ -104,6 +116,7 @@ struct RunResult {
   std::optional<WorkspaceFigures> workspace;  // --workspace on
   std::optional<RankReport> ranks;             // under mpirun: every rank's figures (ranks.hpp)
   std::optional<RunFailure> failure;           // the run ended early (OutOfMemory)
+  ReportParts report;                          // the report page's timeline, snapshots and tree
   bool on_gpu() const noexcept { return device != "cpu"; }
   friend bool operator==(const RunResult&, const RunResult&) = default;
 };

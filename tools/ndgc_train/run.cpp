@@ -28,6 +28,7 @@
 #include "progress.hpp"
 #include "rank_support.hpp"
 #include "recorder.hpp"
+#include "site_recorder.hpp"
 #include "trace_support.hpp"
 #include "trained_model.hpp"
 
@@ -111,9 +112,12 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
     config.listeners.push_back(std::make_shared<ProgressBar>(progress, terminal, config_name({o.autoclose, o.workspace}),
                                                              o.epochs, train.batch_count(), o.device));
     if (o.leak == Leak::model) config.listeners.push_back(make_model_leak(model));
-    if (o.memory_every > 0 && job_ranks().rank == 0)  // rank 0 alone writes files
+    std::shared_ptr<SiteRecorder> sites;
+    if (o.memory_every > 0 && job_ranks().rank == 0) {  // rank 0 alone writes files
       config.listeners.push_back(std::make_shared<training::MemoryTimelineListener>(
           o.memory_every, o.out / ("run-" + result.config + "-memory.csv")));
+      config.listeners.push_back(sites = std::make_shared<SiteRecorder>(o.memory_every, o.device));
+    }
     config.listeners.push_back(recorder->step_end_marker());  // last: see recorder.hpp
     training::Trainer trainer(model, config);
     try {
@@ -137,6 +141,8 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
       result.loss_scaling = ScalerFigures{s->scale(), s->skipped_steps()};
     result.epochs = recorder->rows();
     result.growth = recorder->growth();
+    result.report = recorder->report();
+    if (sites) result.report.timeline = sites->timeline_json();
     if (gatherer) result.ranks = gatherer->finish(result.growth);
   }
   trained.reset();

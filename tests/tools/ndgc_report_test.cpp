@@ -1,0 +1,79 @@
+// ndgc-report's inputs: saved snapshots and dumps read back, and bad files
+// refused with a DataError naming the file and the place (inputs.hpp).
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include <ndgc/ndgc.hpp>
+#include <ndgc/report.hpp>
+
+#include "ndgc_report/inputs.hpp"
+
+namespace ndgc::report_tool {
+namespace {
+
+struct InputDir {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "ndgc_report_inputs_test";
+  InputDir() { std::filesystem::create_directories(dir); }
+  ~InputDir() { std::filesystem::remove_all(dir); }
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return dir / name;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ndgc-report inputs: snapshots and a dump make one document, runs in order") {
+  InputDir d;
+  NDManager m = NDManager::new_base_manager("report_inputs");
+  const std::string first = debug::snapshot().to_json();
+  NDArray a = m.zeros(Shape{16});
+  const std::string second = debug::snapshot().to_json();
+  const std::string dump = debug::dump(m, true, debug::Format::json);
+  std::vector<Input> in{read_input(d.write("start.json", first)), read_input(d.write("end.json", second)),
+                        read_input(d.write("tree.json", dump))};
+  CHECK(in[0].snapshot.has_value());
+  CHECK(in[2].dump.has_value());
+  CHECK(in[1].label == "end");
+  const nlohmann::json doc = nlohmann::json::parse(document_of(in, "t"));
+  REQUIRE(doc["runs"].size() == 2);
+  CHECK(doc["runs"][0]["snapshots"].size() == 2);
+  CHECK(doc["runs"][0]["snapshots"][1]["label"] == "end");
+  CHECK(doc["runs"][1]["name"] == "tree");
+  CHECK_NOTHROW(report::page(doc.dump()));
+}
+
+TEST_CASE("ndgc-report inputs: truncated, hostile and wrong files are DataErrors naming the file and the place") {
+  InputDir d;
+  const std::string snapshot = debug::snapshot().to_json();
+  const auto truncated = d.write("cut.json", snapshot.substr(0, snapshot.size() / 2));
+  CHECK_THROWS_WITH_AS(read_input(truncated), doctest::Contains("cut.json: not valid JSON at byte"), DataError);
+  CHECK_THROWS_WITH_AS(read_input(d.write("garbage.json", "\x01\x02 not json")),
+                       doctest::Contains("garbage.json: not valid JSON at byte 1"), DataError);
+  CHECK_THROWS_WITH_AS(read_input(d.write("deep.json", std::string(100000, '[') + std::string(100000, ']'))),
+                       doctest::Contains("deep.json: nested more than 256 levels deep at byte 256"), DataError);
+  CHECK_THROWS_WITH_AS(read_input(d.write("other.json", R"({"format": "ndgc.diff"})")),
+                       doctest::Contains("other.json: the document's \"format\" is \"ndgc.diff\""), DataError);
+  CHECK_THROWS_WITH_AS(read_input(d.write("array.json", "[1, 2, 3]")),
+                       doctest::Contains("\"format\" is missing"), DataError);
+  nlohmann::json bad = nlohmann::json::parse(snapshot);
+  bad["arrays"] = nlohmann::json::array({nlohmann::json::array({"not-a-uuid", 0, 0, 0, 0})});
+  CHECK_THROWS_WITH_AS(read_input(d.write("field.json", bad.dump())),
+                       doctest::Contains("field.json: debug::Snapshot::from_json: arrays[0]"), DataError);
+}
+
+TEST_CASE("ndgc-report inputs: a file over the size limit is refused before it is read") {
+  InputDir d;
+  const std::filesystem::path huge = d.dir / "huge.json";
+  std::ofstream(huge).close();
+  std::filesystem::resize_file(huge, kMaxInputBytes + 1);  // sparse: no data written
+  CHECK_THROWS_WITH_AS(read_input(huge), doctest::Contains("huge.json: 268435457 bytes, more than the 256 MiB"),
+                       DataError);
+  CHECK_THROWS_WITH_AS(read_input(d.dir / "missing.json"), doctest::Contains("missing.json: cannot read it"),
+                       DataError);
+}
+
+}  // namespace ndgc::report_tool
