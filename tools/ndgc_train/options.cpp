@@ -109,7 +109,8 @@ ParseOutcome parse_options(const std::vector<std::string>& args, bool trace_avai
                             "BYTES", "size"));
   app.add_option("--memory-every", o.memory_every,
                  "Also write run-<config>-memory.csv: host and GPU bytes (in use, reserved by the caching "
-                 "allocator) every N training steps (0: no such file)")
+                 "allocator) every N training steps, and draw bytes by creation site over the steps in "
+                 "report.html (0: neither)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--cuda-graph", o.cuda_graph,
                "With --device gpu: capture the training step once in a CUDA graph and replay it for every batch "
