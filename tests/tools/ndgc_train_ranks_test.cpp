@@ -196,7 +196,11 @@ TEST_CASE("ndgc-train under mpirun, 2 ranks: rank 0 reports every rank and write
   REQUIRE(rc == 0);
 
   CHECK_FALSE(fs::exists(out1));
-  for (const char* f : {"run-off.csv", "run-off.json", "run-off.svg"}) CHECK(fs::file_size(out0 / f) > 0);
+  for (const char* f : {"run-off.csv", "run-off.json", "run-off.svg", "report.html"}) CHECK(fs::file_size(out0 / f) > 0);
+  // The report page: a run per rank, for its rank selector.
+  const std::string page = read_all(out0 / "report.html");
+  CHECK(page.find("\"rank\":0") != std::string::npos);
+  CHECK(page.find("\"rank\":1") != std::string::npos);
   CHECK(occurrences(output, "Per rank (2 ranks)") == 1);  // printed by rank 0 only
   CHECK(occurrences(output, "written:") == 1);
 

@@ -803,6 +803,8 @@
 
   // -------------------------------------------------------------- 6. live
 
+  const LIVE_MAX_SAMPLES = 3600;
+
   const LIVE_COLUMNS = [
     {key: 'site', title: 'Site'},
     {key: 'arrays', title: '+arrays', num: true, fmt: signed, tone: true},
@@ -891,6 +893,11 @@
     const n = L.samples.length;
     for (const [site, values] of L.sites) values.push(bytes.get(site) || 0);
     for (const [site, b] of bytes) if (!L.sites.has(site)) L.sites.set(site, new Array(n - 1).fill(0).concat([b]));
+    // An hour at one sample a second: a page left open does not grow without bound.
+    if (L.samples.length > LIVE_MAX_SAMPLES) {
+      L.samples.shift();
+      for (const values of L.sites.values()) values.shift();
+    }
     L.growing = [...growth.values()].filter((g) => g.arrays > 0 || g.bytes > 0)
       .sort((a, b) => b.bytes - a.bytes || b.arrays - a.arrays || compare(a.site, b.site));
   }
