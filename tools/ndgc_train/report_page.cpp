@@ -12,24 +12,8 @@ using nlohmann::json;
 
 json parsed_or_null(const std::string& text) { return text.empty() ? json(nullptr) : json::parse(text); }
 
-json epoch_json(const EpochRow& e) {
-  return {{"epoch", e.epoch},
-          {"seconds", e.seconds},
-          {"bytes_in_use", e.bytes_in_use},
-          {"peak_bytes", e.peak_bytes},
-          {"live_arrays", e.live_arrays},
-          {"reclaimed", e.reclaimed},
-          {"leaked_handles", e.leaked_handles},
-          {"train_loss", e.train_loss},
-          {"test_accuracy", e.test_accuracy},
-          {"gpu_allocated_bytes", e.gpu_allocated_bytes},
-          {"gpu_reserved_bytes", e.gpu_reserved_bytes},
-          {"gpu_peak_bytes", e.gpu_peak_bytes}};
-}
-
 json base_run(const RunResult& r) {
-  json epochs = json::array();
-  for (const EpochRow& e : r.epochs) epochs.push_back(epoch_json(e));
+  json epochs = json::parse(epochs_to_json(r.epochs));  // as the run's own JSON writes them
   json failure(nullptr);
   if (r.failure)
     failure = {{"error", r.failure->error}, {"where", where_it_died(*r.failure)}, {"message", r.failure->message}};
@@ -75,7 +59,7 @@ json rank_run(const RunResult& r, int rank) {
   json run = base_run(r);
   run["rank"] = rank;
   run["reclaimed"] = json::array();
-  json epochs = json::array();
+  std::vector<EpochRow> rows;
   for (std::size_t e = 0; e < r.ranks->epochs.size(); ++e) {
     const RankEpoch& re = r.ranks->epochs[e].at(std::size_t(rank));
     EpochRow row = e < r.epochs.size() ? r.epochs[e] : EpochRow{};
@@ -86,9 +70,9 @@ json rank_run(const RunResult& r, int rank) {
     row.live_arrays = re.live_arrays;
     row.gpu_allocated_bytes = re.gpu_bytes;
     row.gpu_peak_bytes = re.gpu_peak_bytes;
-    epochs.push_back(epoch_json(row));
+    rows.push_back(row);
   }
-  run["epochs"] = std::move(epochs);
+  run["epochs"] = json::parse(epochs_to_json(rows));
   const auto& growth = r.ranks->growth.at(std::size_t(rank));
   if (growth) run["snapshots"] = growth_snapshots(*growth, r.ranks->epochs.size());
   return run;

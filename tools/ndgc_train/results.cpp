@@ -31,21 +31,29 @@ ReportParts report_from_json(const json& j) {
   return p;
 }
 
-json run_json(const RunResult& r) {
+json epoch_json(const EpochRow& e) {
+  return {{"epoch", e.epoch},
+          {"seconds", e.seconds},
+          {"bytes_in_use", e.bytes_in_use},
+          {"peak_bytes", e.peak_bytes},
+          {"live_arrays", e.live_arrays},
+          {"reclaimed", e.reclaimed},
+          {"leaked_handles", e.leaked_handles},
+          {"train_loss", e.train_loss},
+          {"test_accuracy", e.test_accuracy},
+          {"gpu_allocated_bytes", e.gpu_allocated_bytes},
+          {"gpu_reserved_bytes", e.gpu_reserved_bytes},
+          {"gpu_peak_bytes", e.gpu_peak_bytes}};
+}
+
+json epochs_array(const std::vector<EpochRow>& rows) {
   json epochs = json::array();
-  for (const EpochRow& e : r.epochs)
-    epochs.push_back({{"epoch", e.epoch},
-                      {"seconds", e.seconds},
-                      {"bytes_in_use", e.bytes_in_use},
-                      {"peak_bytes", e.peak_bytes},
-                      {"live_arrays", e.live_arrays},
-                      {"reclaimed", e.reclaimed},
-                      {"leaked_handles", e.leaked_handles},
-                      {"train_loss", e.train_loss},
-                      {"test_accuracy", e.test_accuracy},
-                      {"gpu_allocated_bytes", e.gpu_allocated_bytes},
-                      {"gpu_reserved_bytes", e.gpu_reserved_bytes},
-                      {"gpu_peak_bytes", e.gpu_peak_bytes}});
+  for (const EpochRow& e : rows) epochs.push_back(epoch_json(e));
+  return epochs;
+}
+
+json run_json(const RunResult& r) {
+  json epochs = epochs_array(r.epochs);
   json leaks = json::array();
   for (const TraceLeak& l : r.trace_leaks)
     leaks.push_back({{"file", l.file}, {"line", l.line}, {"arrays", l.arrays}, {"bytes", l.bytes}});
@@ -109,6 +117,8 @@ bool any_on_gpu(const std::vector<RunResult>& runs) {
 }
 
 std::string to_json(const RunResult& run, int indent) { return run_json(run).dump(indent); }
+
+std::string epochs_to_json(const std::vector<EpochRow>& rows) { return epochs_array(rows).dump(); }
 
 std::string to_json(const std::vector<RunResult>& runs, int indent) {
   json all = json::array();

@@ -126,6 +126,8 @@ struct RunResult {
 bool any_on_gpu(const std::vector<RunResult>& runs);
 
 std::string to_json(const RunResult& run, int indent = 2);
+// The "epochs" array of a run's JSON (above), alone.
+std::string epochs_to_json(const std::vector<EpochRow>& rows);
 // DataError naming what is wrong.
 RunResult run_from_json(const std::string& text);
 RunResult read_run(const std::filesystem::path& file);
