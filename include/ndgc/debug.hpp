@@ -329,6 +329,19 @@ OrphanReport orphans();
 // The same, from a snapshot (one taken earlier, or read from JSON).
 OrphanReport orphans(const Snapshot& snapshot);
 
+// ---- reclaimed: what auto-close closed, by site ------------------------------------------
+
+// While on, every array that auto-close's drain or gc::sweep() closes as an
+// orphan is counted by its creation site: what auto-close saved you from, line
+// by line (the report page's "Reclaimed" column). Off by default; on, each
+// reclaim costs a pin and a count under a mutex. Counted since the start or
+// reset_reclaimed(); groups as orphans() gives them (most bytes first; bytes
+// are each array's size), without managers or UUIDs.
+void set_count_reclaimed(bool on) noexcept;
+bool count_reclaimed() noexcept;
+OrphanReport reclaimed();
+void reset_reclaimed();
+
 // ---- leaked handles: what the trace detector closed ------------------------------------
 
 // Arrays the trace detector (docs/design.md §7, ndgc::trace) closed because it

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/array_impl.hpp"
 #include "core/key.hpp"
 #include "core/reclaim_queue.hpp"
 #include "core/registry.hpp"
@@ -21,6 +22,16 @@ namespace ndgc::detail {
 std::atomic<bool> g_autoclose{false};
 std::atomic<bool> g_track_close{false};
 std::atomic<bool> g_tracing{false};
+std::atomic<ReclaimObserver> g_reclaim_observer{nullptr};
+
+bool read_reclaimed(std::uint32_t slot, std::uint32_t generation, ReclaimedArray& out) noexcept {
+  Registry& reg = Registry::instance();
+  if (!reg.try_pin(slot, generation)) return false;
+  const ArrayImpl* impl = reg.entry(slot).impl.load(std::memory_order_acquire);
+  if (impl) out = ReclaimedArray{impl->site, impl->nbytes()};
+  reg.unpin(slot);
+  return impl != nullptr;
+}
 
 namespace {
 
@@ -123,7 +134,11 @@ std::uint64_t sweep() {
     bool orphan = key->strong.load(std::memory_order_acquire) == 0;
     reg.unpin(slot);
     if (!orphan) continue;
+    const ReclaimObserver observer = reclaim_observer();  // Note [Reclaims by site]
+    ReclaimedArray seen;
+    const bool observed = observer && read_reclaimed(slot, generation, seen);
     CloseResult r = reg.request_close(slot, generation, CloseReason::sweep, nullptr, nullptr);
+    if (observed && r.initiated) observer(seen);
     swept += r.initiated;
     bytes += r.bytes_freed;
   }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <source_location>
 
 #include "ndgc/gc.hpp"
 #include "support/sharded_counters.hpp"
@@ -39,6 +40,23 @@ struct TraceHooks {
 };
 void set_trace_hooks(const TraceHooks* hooks) noexcept;
 const TraceHooks* trace_hooks() noexcept;
+
+// Note [Reclaims by site]
+// debug::set_count_reclaimed(true) installs an observer of the arrays that
+// the drain and gc::sweep() close as orphans. Each orphan's creation site and
+// size are read while it is pinned, just before the close (after it they are
+// gone), and handed to the observer once the close is known to be this
+// call's. Off, the whole cost is one relaxed load per reclaim; on, a pin, an
+// unpin and the observer's count (debug/reclaimed.cpp).
+struct ReclaimedArray {
+  std::source_location site;
+  std::uint64_t bytes = 0;  // its size (a view's included)
+};
+using ReclaimObserver = void (*)(const ReclaimedArray& array) noexcept;
+extern std::atomic<ReclaimObserver> g_reclaim_observer;
+inline ReclaimObserver reclaim_observer() noexcept { return g_reclaim_observer.load(std::memory_order_relaxed); }
+// Reads the array in (slot, generation) while pinned; false when it closed meanwhile.
+bool read_reclaimed(std::uint32_t slot, std::uint32_t generation, ReclaimedArray& out) noexcept;
 
 // True while gc::enable(Detector::trace) is in force. One relaxed load: the
 // whole cost of the trace detector to code paths that test it while it is off.

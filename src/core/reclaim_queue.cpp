@@ -92,8 +92,12 @@ Key* close_from(Key* key, std::size_t budget, Progress& p) noexcept {
     // See Note [Leaked keys in the reclaim queue].
     bool leaked = key->strong.load(std::memory_order_acquire) != 0;
     CloseReason why = leaked ? CloseReason::leaked_handle : CloseReason::autoclose;
+    const ReclaimObserver observer = leaked ? nullptr : reclaim_observer();  // Note [Reclaims by site]
+    ReclaimedArray seen;
+    const bool observed = observer && read_reclaimed(key->slot, key->generation, seen);
     CloseResult r = leaked ? reg.request_close(key->slot, key->generation, why, nullptr, nullptr)
                            : reg.close_orphan(key->slot, key->generation);
+    if (observed && r.initiated) observer(seen);
     if (r.initiated) ++p.closed;
     p.bytes += r.bytes_freed;
     if (!leaked) {

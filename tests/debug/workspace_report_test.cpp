@@ -15,7 +15,7 @@ using namespace ndgc;
 
 namespace {
 
-const debug::ArrayRecord* find(const debug::Snapshot& s, const Uuid& id) {
+const debug::ArrayRecord* record_of(const debug::Snapshot& s, const Uuid& id) {
   for (const debug::ArrayRecord& a : s.arrays)
     if (a.uuid == id) return &a;
   return nullptr;
@@ -57,16 +57,16 @@ TEST_CASE("a snapshot tags the arrays a workspace holds and lists the workspaces
   CHECK(info->id != 0);
 
   for (const Uuid& id : {in_arena, spilled, view}) {
-    const debug::ArrayRecord* r = find(s, id);
+    const debug::ArrayRecord* r = record_of(s, id);
     REQUIRE(r);
     REQUIRE(r->in_workspace());
     CHECK(s.workspace_of(*r)->name == "SNAP_WS");
   }
-  const debug::ArrayRecord* p = find(s, plain.uid());
+  const debug::ArrayRecord* p = record_of(s, plain.uid());
   REQUIRE(p);
   CHECK_FALSE(p->in_workspace());
   CHECK(s.workspace_of(*p) == nullptr);
-  const debug::ArrayRecord* b = find(s, bypass);
+  const debug::ArrayRecord* b = record_of(s, bypass);
   REQUIRE(b);
   CHECK_FALSE(b->in_workspace());
   CHECK(s.workspace_array_count() >= 3);

@@ -59,12 +59,20 @@ TEST_CASE("report parts of a leaking run: a snapshot per epoch, the tree, and th
   CHECK_NOTHROW(report::page(doc.dump()));
 }
 
-TEST_CASE("report parts without --memory-every: no timeline; the snapshots and tree still") {
+TEST_CASE("report parts without --memory-every: no timeline; the snapshots, tree and auto-close's reclaims still") {
   SmallData data;
   const RunResult r = run_in_process(leak_options(data, Device::cpu(), AutoClose::on, 2));
   CHECK(r.report.timeline.empty());
   CHECK(r.report.snapshots.size() == 2);
-  CHECK(document_of({r})["runs"][0]["timeline"].is_null());
+  const json run = document_of({r})["runs"][0];
+  CHECK(run["timeline"].is_null());
+  // Auto-close on: what it closed, by site; the leak's lines among them, each step's arrays.
+  bool leak_reclaimed = false;
+  for (const json& e : run["reclaimed"])
+    leak_reclaimed = leak_reclaimed || (is_square_leak(e["site"]) && e["by"] == "auto-close" && e["arrays"] >= 2 * 16);
+  CHECK(leak_reclaimed);
+  CHECK(run_from_json(to_json(r)).autoclose_reclaims == r.autoclose_reclaims);
+  CHECK_FALSE(debug::count_reclaimed());  // switched off at the end of the run
 }
 
 TEST_CASE("report parts on a GPU: the timeline's GPU sites apart from the host's, and the GPU bytes") {

@@ -18,9 +18,10 @@ json base_run(const RunResult& r) {
   if (r.failure)
     failure = {{"error", r.failure->error}, {"where", where_it_died(*r.failure)}, {"message", r.failure->message}};
   json reclaimed = json::array();
-  for (const TraceLeak& l : r.trace_leaks)
-    reclaimed.push_back({{"site", l.file + ":" + std::to_string(l.line)}, {"arrays", l.arrays}, {"bytes", l.bytes},
-                         {"by", "trace"}});
+  for (const auto& [sites, by] : {std::pair{&r.autoclose_reclaims, "auto-close"}, std::pair{&r.trace_leaks, "trace"}})
+    for (const TraceLeak& l : *sites)
+      reclaimed.push_back({{"site", l.file + ":" + std::to_string(l.line)}, {"arrays", l.arrays}, {"bytes", l.bytes},
+                           {"by", by}});
   return {{"name", r.config},          {"rank", nullptr},        {"device", r.device},
           {"precision", r.precision},  {"epochs", std::move(epochs)}, {"failure", std::move(failure)},
           {"timeline", nullptr},       {"snapshots", json::array()}, {"reclaimed", std::move(reclaimed)},

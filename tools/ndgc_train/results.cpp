@@ -31,6 +31,21 @@ ReportParts report_from_json(const json& j) {
   return p;
 }
 
+json sites_json(const std::vector<TraceLeak>& sites) {
+  json out = json::array();
+  for (const TraceLeak& l : sites)
+    out.push_back({{"file", l.file}, {"line", l.line}, {"arrays", l.arrays}, {"bytes", l.bytes}});
+  return out;
+}
+
+std::vector<TraceLeak> sites_from_json(const json& list) {
+  std::vector<TraceLeak> out;
+  for (const json& l : list)
+    out.push_back({l.at("file").get<std::string>(), l.at("line").get<std::uint32_t>(),
+                   l.at("arrays").get<std::uint64_t>(), l.at("bytes").get<std::uint64_t>()});
+  return out;
+}
+
 json epoch_json(const EpochRow& e) {
   return {{"epoch", e.epoch},
           {"seconds", e.seconds},
@@ -54,9 +69,7 @@ json epochs_array(const std::vector<EpochRow>& rows) {
 
 json run_json(const RunResult& r) {
   json epochs = epochs_array(r.epochs);
-  json leaks = json::array();
-  for (const TraceLeak& l : r.trace_leaks)
-    leaks.push_back({{"file", l.file}, {"line", l.line}, {"arrays", l.arrays}, {"bytes", l.bytes}});
+  json leaks = sites_json(r.trace_leaks);
   json ws(nullptr);
   if (r.workspace)
     ws = {{"capacity", r.workspace->capacity},
@@ -84,6 +97,7 @@ json run_json(const RunResult& r) {
           {"failure", std::move(failure)},
           {"growth", r.growth ? json::parse(r.growth->to_json()) : json(nullptr)},
           {"trace_leaks", std::move(leaks)},
+          {"autoclose_reclaims", sites_json(r.autoclose_reclaims)},
           {"workspace", std::move(ws)},
           {"ranks", r.ranks ? json::parse(ranks_to_json(*r.ranks)) : json(nullptr)},
           {"report", report_json(r.report)}};
@@ -165,9 +179,8 @@ RunResult run_from_json(const std::string& text) {
                              f.at("steps").get<std::int64_t>(), f.at("message").get<std::string>()};
     }
     if (!j.at("growth").is_null()) r.growth = debug::Diff::from_json(j.at("growth").dump());
-    for (const json& l : j.at("trace_leaks"))
-      r.trace_leaks.push_back({l.at("file").get<std::string>(), l.at("line").get<std::uint32_t>(),
-                               l.at("arrays").get<std::uint64_t>(), l.at("bytes").get<std::uint64_t>()});
+    r.trace_leaks = sites_from_json(j.at("trace_leaks"));
+    if (j.contains("autoclose_reclaims")) r.autoclose_reclaims = sites_from_json(j.at("autoclose_reclaims"));
     if (j.contains("workspace") && !j.at("workspace").is_null()) {
       const json& w = j.at("workspace");
       r.workspace = WorkspaceFigures{w.at("capacity").get<std::uint64_t>(), w.at("peak_used").get<std::uint64_t>(),

@@ -12,6 +12,7 @@
 //                "gpu_allocated_bytes": ..., "gpu_reserved_bytes": ..., "gpu_peak_bytes": ...}, ...],
 //    "growth": <debug::Diff JSON from the end of epoch 1 to the end of the last epoch, growing groups>,
 //    "trace_leaks": [{"file": ..., "line": ..., "arrays": ..., "bytes": ...}, ...],
+//    "autoclose_reclaims": [the same fields, what auto-close closed by site],
 //    "failure": null or {"error": "OutOfMemory", "epoch": 3, "phase": "training", "step": 412, "steps": 1875,
 //                        "message": <the error's first line>},
 //    "ranks": <ranks.hpp's JSON under mpirun, else null>,
@@ -113,6 +114,9 @@ struct RunResult {
   std::vector<EpochRow> epochs;  // the epochs that finished
   std::optional<debug::Diff> growth;  // needs two epochs or more
   std::vector<TraceLeak> trace_leaks;
+  // Auto-close on or trace: what its drain closed, by creation site
+  // (debug::reclaimed; the same fields as a trace leak).
+  std::vector<TraceLeak> autoclose_reclaims;
   std::optional<WorkspaceFigures> workspace;  // --workspace on
   std::optional<RankReport> ranks;             // under mpirun: every rank's figures (ranks.hpp)
   std::optional<RunFailure> failure;           // the run ended early (OutOfMemory)

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <ndgc/data.hpp>
+#include <ndgc/debug.hpp>
 #include <ndgc/error.hpp>
 #include <ndgc/gc.hpp>
 #include <ndgc/model_file.hpp>
@@ -66,6 +67,9 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   else (void)num_threads();
   const std::filesystem::path dir = check_data(o);
   set_autoclose(o.autoclose);
+  // What auto-close closes, by site, for the report page's leak table (Note [Reclaims by site]).
+  debug::reset_reclaimed();
+  debug::set_count_reclaimed(o.autoclose != AutoClose::off);
   set_random_seed(o.seed);
 
   if (!o.device.is_cpu()) {
@@ -147,6 +151,9 @@ RunResult run_training(const Options& o, std::ostream& progress, bool terminal) 
   }
   trained.reset();
   if (o.autoclose == AutoClose::trace) result.trace_leaks = collect_trace_leaks();
+  debug::set_count_reclaimed(false);
+  for (const debug::OrphanGroup& g : debug::reclaimed().groups)
+    result.autoclose_reclaims.push_back({g.site.file, g.site.line, g.arrays, g.bytes});
   return result;
 }
 
