@@ -80,7 +80,8 @@ TEST_CASE("reclaimed: gc::sweep()'s closes are counted too") {
   const int line = __LINE__ + 1;
   for (int i = 0; i < 5; ++i) (void)m.zeros({3});
   CHECK(gc::sweep() >= 5);
-  const debug::OrphanGroup* g = reclaimed_at(debug::reclaimed(), line);
+  const debug::OrphanReport r = debug::reclaimed();  // a local: reclaimed_at points into it
+  const debug::OrphanGroup* g = reclaimed_at(r, line);
   REQUIRE(g);
   CHECK(g->arrays == 5);
   CHECK(g->bytes == 5 * 12);
@@ -103,7 +104,8 @@ TEST_CASE("reclaimed: four threads dropping arrays; every reclaim counted once")
     });
   for (std::thread& t : threads) t.join();
   gc::poll();
-  const debug::OrphanGroup* g = reclaimed_at(debug::reclaimed(), line);
+  const debug::OrphanReport r = debug::reclaimed();
+  const debug::OrphanGroup* g = reclaimed_at(r, line);
   REQUIRE(g);
   // Each thread's manager closes at its end: an array still queued then is
   // closed by its manager, not by auto-close, so it is not counted.
