@@ -5,9 +5,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <source_location>
 
 #include "ndgc/gc.hpp"
+#include "ndgc/ndarray.hpp"  // Site
 #include "support/sharded_counters.hpp"
 
 namespace ndgc::detail {
@@ -49,7 +49,7 @@ const TraceHooks* trace_hooks() noexcept;
 // call's. Off, the whole cost is one relaxed load per reclaim; on, a pin, an
 // unpin and the observer's count (debug/reclaimed.cpp).
 struct ReclaimedArray {
-  std::source_location site;
+  Site site;
   std::uint64_t bytes = 0;  // its size (a view's included)
 };
 using ReclaimObserver = void (*)(const ReclaimedArray& array) noexcept;

@@ -19,7 +19,7 @@ namespace ndgc::debug {
 namespace {
 
 struct Counts {
-  std::source_location site;
+  Site site;
   std::uint64_t arrays = 0, bytes = 0;
 };
 
