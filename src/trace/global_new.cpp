@@ -9,8 +9,8 @@
 // in threads.cpp. On a thread the collector cannot know (registration
 // failed, or the thread is ending), collections are held off around the
 // allocation. These definitions in the program itself take precedence over
-// libstdc++'s and libgccpp's; the other forms (nothrow, array, sized) of
-// libstdc++ forward to these. Over-aligned new (alignas > 16) keeps
+// libstdc++'s and libgccpp's; the nothrow forms are defined too (below), and
+// libstdc++'s other forms forward to these. Over-aligned new (alignas > 16) keeps
 // libstdc++'s, from the C heap: not scanned.
 //
 // Key numbers: one thread-local load on top of GC_malloc_uncollectable,
@@ -57,3 +57,13 @@ void operator delete(void* p) noexcept { GC_free(p); }
 void operator delete[](void* p) noexcept { GC_free(p); }
 void operator delete(void* p, std::size_t) noexcept { GC_free(p); }
 void operator delete[](void* p, std::size_t) noexcept { GC_free(p); }
+
+// The nothrow forms as well. libstdc++'s forward to the ones above, but an
+// interposer of libstdc++'s allocation functions (Valgrind's, under
+// tools/check-valgrind) swaps in C-heap ones, whose memory the deletes above
+// would hand to GC_free: std::stable_sort's buffer (nothrow new, then a sized
+// delete) crashed ndgc-train-trace that way under memcheck.
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return allocate(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return allocate(size); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { GC_free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { GC_free(p); }
