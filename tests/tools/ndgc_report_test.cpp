@@ -53,8 +53,19 @@ TEST_CASE("ndgc-report inputs: truncated, hostile and wrong files are DataErrors
   CHECK_THROWS_WITH_AS(read_input(truncated), doctest::Contains("cut.json: not valid JSON at byte"), DataError);
   CHECK_THROWS_WITH_AS(read_input(d.write("garbage.json", "\x01\x02 not json")),
                        doctest::Contains("garbage.json: not valid JSON at byte 1"), DataError);
-  CHECK_THROWS_WITH_AS(read_input(d.write("deep.json", std::string(100000, '[') + std::string(100000, ']'))),
-                       doctest::Contains("deep.json: nested more than 256 levels deep at byte 256"), DataError);
+  CHECK_THROWS_WITH_AS(read_input(d.write("deep.json", std::string(1000000, '[') + std::string(1000000, ']'))),
+                       doctest::Contains("deep.json: the document's \"format\" is missing"), DataError);
+  // A dump whose managers nest 100,000 deep: refused by the dump's reader, naming the file.
+  std::string deep_dump = R"({"format":"ndgc.dump","version":1,"detailed":false,"workspaces":[],"root":)";
+  const std::string manager = R"j({"name":"m","path":"m","uuid":"0f8fad5b-d9cb-469f-a165-70867728950e",)j"
+                              R"j("device":"cpu()","open":true,"capped":false,"array_count":0,"bytes":0,"children":[)j";
+  for (int i = 0; i < 100000; ++i) deep_dump += manager;
+  for (int i = 0; i < 100000; ++i) deep_dump += "]}";
+  deep_dump += "}";
+  CHECK_THROWS_WITH_AS(read_input(d.write("deep-dump.json", deep_dump)),
+                       doctest::Contains("deep-dump.json: debug::Dump::from_json"), DataError);
+  CHECK_THROWS_WITH_AS(read_input(d.dir / "deep-dump.json"), doctest::Contains("managers nested more than 1000"),
+                       DataError);
   CHECK_THROWS_WITH_AS(read_input(d.write("other.json", R"({"format": "ndgc.diff"})")),
                        doctest::Contains("other.json: the document's \"format\" is \"ndgc.diff\""), DataError);
   CHECK_THROWS_WITH_AS(read_input(d.write("array.json", "[1, 2, 3]")),

@@ -13,27 +13,6 @@
 namespace ndgc::report_tool {
 namespace {
 
-// The first place where arrays and objects nest deeper than kMaxInputDepth,
-// or npos. Counts brackets outside strings: the readers recurse per level.
-std::size_t too_deep_at(const std::string& text) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxInputDepth) return i;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::string::npos;
-}
-
 std::string read_text(const std::filesystem::path& file) {
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(file, ec);
@@ -51,8 +30,6 @@ std::string read_text(const std::filesystem::path& file) {
 }  // namespace
 
 Input parse_input(const std::string& text, const std::string& name) {
-  if (const std::size_t at = too_deep_at(text); at != std::string::npos)
-    throw DataError(fmt::format("ndgc-report: {}: nested more than {} levels deep at byte {}", name, kMaxInputDepth, at));
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);

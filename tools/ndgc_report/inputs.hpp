@@ -8,8 +8,9 @@
 // Bad input is a DataError naming the file and the place: the byte offset or
 // line and column of a syntax error, the path of a bad field
 // ("arrays[3].uuid"), or the size of a file too large to read. Nothing is
-// read past kMaxInputBytes, and nesting deeper than kMaxInputDepth is
-// refused before a reader recurses into it.
+// read past kMaxInputBytes. Deep nesting needs no check here: nlohmann's
+// parser and destructor do not recurse, and the one reader that does
+// (Dump::from_json, per sub-manager) bounds its own depth.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,6 @@
 namespace ndgc::report_tool {
 
 inline constexpr std::uint64_t kMaxInputBytes = 256ull << 20;
-inline constexpr int kMaxInputDepth = 256;
 
 struct Input {
   std::string label;  // the file's name without its extension
