@@ -16,6 +16,7 @@
 
 #include "core/manager_impl.hpp"
 #include "ndgc/debug.hpp"
+#include "debug/site_groups.hpp"
 
 namespace ndgc::debug {
 namespace {
@@ -74,9 +75,7 @@ LeakedHandles leaked_handles() {
       out.groups.push_back(std::move(group));
     }
   }
-  std::stable_sort(out.groups.begin(), out.groups.end(), [](const OrphanGroup& a, const OrphanGroup& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.arrays > b.arrays;
-  });
+  detail::sort_largest_first(out.groups);
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "ndgc/debug.hpp"
+#include "debug/site_groups.hpp"
 
 namespace ndgc::debug {
 
@@ -43,11 +44,7 @@ OrphanReport orphans(const Snapshot& snap) {
     std::sort(g.out.uuids.begin(), g.out.uuids.end());
     report.groups.push_back(std::move(g.out));
   }
-  std::sort(report.groups.begin(), report.groups.end(), [](const OrphanGroup& a, const OrphanGroup& b) {
-    if (a.bytes != b.bytes) return a.bytes > b.bytes;
-    if (a.arrays != b.arrays) return a.arrays > b.arrays;
-    return std::tie(a.site.file, a.site.line) < std::tie(b.site.file, b.site.line);
-  });
+  detail::sort_largest_first(report.groups);
   return report;
 }
 

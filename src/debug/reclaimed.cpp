@@ -6,7 +6,6 @@
 // line, not by strings, so a count is a lookup and two adds under an
 // uncontended mutex (the drain runs on one thread at a time; sweep() may run
 // beside it); reclaimed() merges entries whose files are equal as text.
-#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -14,6 +13,7 @@
 
 #include "core/autoclose.hpp"
 #include "ndgc/debug.hpp"
+#include "debug/site_groups.hpp"
 
 namespace ndgc::debug {
 namespace {
@@ -33,29 +33,25 @@ Tally& tally() {
   return *t;
 }
 
-void record(const detail::ReclaimedArray& array) noexcept {
-  Tally& t = tally();
-  std::lock_guard lock(t.mu);
-  Counts& c = t.sites[{array.site.file_name(), array.site.line()}];  // may throw bad_alloc: see below
-  c.site = array.site;
-  ++c.arrays;
-  c.bytes += array.bytes;
-}
-
-void record_noexcept(const detail::ReclaimedArray& array) noexcept {
+void record(const ndgc::detail::ReclaimedArray& array) noexcept {
   try {
-    record(array);
-  } catch (...) {  // out of memory for a map node: the count misses one array, the close goes on
+    Tally& t = tally();
+    std::lock_guard lock(t.mu);
+    Counts& c = t.sites[{array.site.file_name(), array.site.line()}];
+    c.site = array.site;
+    ++c.arrays;
+    c.bytes += array.bytes;
+  } catch (...) {  // no memory for a map node: the count misses one array, the close goes on
   }
 }
 
 }  // namespace
 
 void set_count_reclaimed(bool on) noexcept {
-  detail::g_reclaim_observer.store(on ? &record_noexcept : nullptr, std::memory_order_relaxed);
+  ndgc::detail::g_reclaim_observer.store(on ? &record : nullptr, std::memory_order_relaxed);
 }
 
-bool count_reclaimed() noexcept { return detail::reclaim_observer() != nullptr; }
+bool count_reclaimed() noexcept { return ndgc::detail::reclaim_observer() != nullptr; }
 
 OrphanReport reclaimed() {
   std::map<std::tuple<std::string, std::uint32_t>, OrphanGroup> merged;
@@ -75,9 +71,7 @@ OrphanReport reclaimed() {
     out.bytes += g.bytes;
     out.groups.push_back(std::move(g));
   }
-  std::stable_sort(out.groups.begin(), out.groups.end(), [](const OrphanGroup& a, const OrphanGroup& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.arrays > b.arrays;
-  });
+  detail::sort_largest_first(out.groups);
   return out;
 }
 
