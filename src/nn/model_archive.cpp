@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "support/atomic_write.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/model_file.hpp"
 #include "nn/parameter_bytes.hpp"
@@ -98,22 +99,10 @@ void save_model_file(Model& model, const Architecture& a, const std::filesystem:
   for (std::int64_t h : a.hidden) header += fmt::format(" {}", h);
   header += fmt::format("\ndtype {}\n\n", to_string(a.dtype));
   const std::vector<unsigned char> params = detail::parameter_bytes(model);
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(tmp, fmt::format("cannot create: {}", std::strerror(errno)));
+  support::write_atomically(file, "save_model_file", [&](std::ostream& f) {
     f.write(header.data(), std::streamsize(header.size()));
-    f.write(reinterpret_cast<const char*>(params.data()), std::streamsize(params.size()));
-    f.flush();
-    if (!f) fail(tmp, "write error");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    fail(file, fmt::format("cannot rename {} over it: {}", tmp.string(), ec.message()));
-  }
+    return bool(f.write(reinterpret_cast<const char*>(params.data()), std::streamsize(params.size())));
+  });
 }
 
 Architecture read_architecture(const std::filesystem::path& file) {

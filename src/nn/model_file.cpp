@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include "support/atomic_write.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/model.hpp"
 #include "nn/parameter_bytes.hpp"
@@ -183,21 +184,9 @@ std::vector<unsigned char> parameter_bytes(Model& model) {
 
 void Model::save(const std::filesystem::path& file) {
   const std::vector<unsigned char> out = detail::parameter_bytes(*this);
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw DataError(fmt::format("Model::save: cannot create {}: {}", tmp.string(), std::strerror(errno)));
-    f.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size()));
-    f.flush();
-    if (!f) throw DataError(fmt::format("Model::save: error writing {}", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw DataError(fmt::format("Model::save: cannot rename {} to {}: {}", tmp.string(), file.string(), ec.message()));
-  }
+  support::write_atomically(file, "Model::save", [&](std::ostream& f) {
+    return bool(f.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size())));
+  });
 }
 
 void Model::load(const std::filesystem::path& file) { detail::load_parameter_bytes(*this, read_file(file), file); }

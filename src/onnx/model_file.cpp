@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "support/atomic_write.hpp"
 #include "ndgc/error.hpp"
 
 namespace ndgc::onnx::detail {
@@ -175,20 +176,7 @@ void check_axes(const ::onnx::GraphProto& graph, const std::string& label) {
 }
 
 void write_model(const ::onnx::ModelProto& model, const std::filesystem::path& file) {
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw DataError(fmt::format("onnx::save: cannot create {}: {}", tmp.string(), std::strerror(errno)));
-    if (!model.SerializeToOstream(&out) || !out.flush())
-      throw DataError(fmt::format("onnx::save: error writing {}", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw DataError(fmt::format("onnx::save: cannot rename {} to {}: {}", tmp.string(), file.string(), ec.message()));
-  }
+  support::write_atomically(file, "onnx::save", [&](std::ostream& out) { return model.SerializeToOstream(&out); });
 }
 
 }  // namespace ndgc::onnx::detail

@@ -18,7 +18,6 @@
 // are \u escapes, so no string in it can close the element.
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <random>
 #include <string>
 
@@ -28,6 +27,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/report.hpp"
 #include "page_assets.hpp"
+#include "support/atomic_write.hpp"
 
 namespace ndgc::report {
 namespace {
@@ -107,17 +107,7 @@ std::string page(std::string_view document_json, PageKind kind) {
 
 void write_page(const std::filesystem::path& file, std::string_view document_json) {
   const std::string text = page(document_json);
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    if (!out) throw DataError(fmt::format("report: cannot create {}", tmp.string()));
-    out << text;
-    if (!out.flush()) throw DataError(fmt::format("report: cannot write {}", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) throw DataError(fmt::format("report: cannot rename {} to {}: {}", tmp.string(), file.string(), ec.message()));
+  support::write_atomically(file, "report::write_page", [&](std::ostream& out) { return bool(out << text); });
 }
 
 }  // namespace ndgc::report
