@@ -10,10 +10,10 @@ namespace {
 
 using nlohmann::json;
 
-json parsed_or_null(const std::string& text) { return text.empty() ? json(nullptr) : json::parse(text); }
-
-json base_run(const RunResult& r) {
-  json epochs = json::parse(epochs_to_json(r.epochs));  // as the run's own JSON writes them
+// A run's page entry. Its epochs and, with `own_parts`, its timeline,
+// snapshots and tree are those of the run's own JSON (results.hpp).
+json base_run(const RunResult& r, bool own_parts) {
+  const json written = json::parse(to_json(r, -1));
   json failure(nullptr);
   if (r.failure)
     failure = {{"error", r.failure->error}, {"where", where_it_died(*r.failure)}, {"message", r.failure->message}};
@@ -22,17 +22,17 @@ json base_run(const RunResult& r) {
     for (const TraceLeak& l : *sites)
       reclaimed.push_back({{"site", l.file + ":" + std::to_string(l.line)}, {"arrays", l.arrays}, {"bytes", l.bytes},
                            {"by", by}});
-  return {{"name", r.config},          {"rank", nullptr},        {"device", r.device},
-          {"precision", r.precision},  {"epochs", std::move(epochs)}, {"failure", std::move(failure)},
-          {"timeline", nullptr},       {"snapshots", json::array()}, {"reclaimed", std::move(reclaimed)},
-          {"tree", nullptr}};
-}
-
-json own_parts(json run, const ReportParts& parts) {
-  run["timeline"] = parsed_or_null(parts.timeline);
-  for (const std::string& s : parts.snapshots) run["snapshots"].push_back(json::parse(s));
-  run["tree"] = parsed_or_null(parts.tree);
-  return run;
+  const json& parts = written.at("report");
+  return {{"name", r.config},
+          {"rank", nullptr},
+          {"device", r.device},
+          {"precision", r.precision},
+          {"epochs", written.at("epochs")},
+          {"failure", std::move(failure)},
+          {"timeline", own_parts ? parts.at("timeline") : json(nullptr)},
+          {"snapshots", own_parts ? parts.at("snapshots") : json::array()},
+          {"reclaimed", std::move(reclaimed)},
+          {"tree", own_parts ? parts.at("tree") : json(nullptr)}};
 }
 
 // A rank's growth as two snapshots (the end of epoch 1, the end of the last
@@ -57,7 +57,7 @@ json growth_snapshots(const debug::Diff& growth, std::size_t epochs) {
 
 // Rank `rank` of a run under mpirun, from what rank 0 gathered.
 json rank_run(const RunResult& r, int rank) {
-  json run = base_run(r);
+  json run = base_run(r, false);
   run["rank"] = rank;
   run["reclaimed"] = json::array();
   std::vector<EpochRow> rows;
@@ -85,10 +85,10 @@ std::string report_document(const std::vector<RunResult>& runs, const std::strin
   json list = json::array();
   for (const RunResult& r : runs) {
     if (!r.ranks) {
-      list.push_back(own_parts(base_run(r), r.report));
+      list.push_back(base_run(r, true));
       continue;
     }
-    json zero = own_parts(base_run(r), r.report);  // rank 0 ran here: its own parts
+    json zero = base_run(r, true);  // rank 0 ran here: its own parts
     zero["rank"] = 0;
     list.push_back(std::move(zero));
     for (int rank = 1; rank < r.ranks->size; ++rank) list.push_back(rank_run(r, rank));
