@@ -10,11 +10,11 @@
 namespace ndgc::support {
 namespace {
 
-#if defined(__x86_64__)
 struct Features {
   bool f16c = false, avx512_bf16 = false;
 };
 
+#if defined(__x86_64__)
 std::uint64_t saved_state() noexcept {  // XCR0: which register files the OS saves
   std::uint32_t eax = 0, edx = 0;
   asm volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
@@ -42,24 +42,16 @@ const Features& features() noexcept {
   static const Features f = probe();
   return f;
 }
+#else
+const Features& features() noexcept {  // no such features off x86-64
+  static const Features none;
+  return none;
+}
 #endif
 
 }  // namespace
 
-bool cpu_has_f16c() noexcept {
-#if defined(__x86_64__)
-  return features().f16c;
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_avx512_bf16() noexcept {
-#if defined(__x86_64__)
-  return features().avx512_bf16;
-#else
-  return false;
-#endif
-}
+bool cpu_has_f16c() noexcept { return features().f16c; }
+bool cpu_has_avx512_bf16() noexcept { return features().avx512_bf16; }
 
 }  // namespace ndgc::support
