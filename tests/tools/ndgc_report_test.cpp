@@ -2,7 +2,11 @@
 // refused with a DataError naming the file and the place (inputs.hpp).
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +28,38 @@ struct InputDir {
   }
 };
 
+// ndgc-report with `args`, its output in `log`; the exit status.
+int run_report(const std::string& args, const std::filesystem::path& log) {
+  const std::string cmd = std::string("'") + NDGC_REPORT_BINARY + "' " + args + " > '" + log.string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string read_log(const std::filesystem::path& log) {
+  std::ifstream in(log);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
+
+TEST_CASE("ndgc-report the program: 0 and the page written; 1 naming a bad file; 2 for a bad command line") {
+  InputDir d;
+  const auto log = d.dir / "log.txt";
+  const auto good = d.write("start.json", debug::snapshot().to_json());
+  const auto out = d.dir / "page.html";
+  CHECK(run_report("'" + good.string() + "' -o '" + out.string() + "'", log) == 0);
+  CHECK(read_log(log).find("written: " + out.string()) != std::string::npos);
+  CHECK(std::filesystem::file_size(out) > 50'000);
+  const auto bad = d.write("bad.json", "{\"format\": \"ndgc.snapshot\"");
+  CHECK(run_report("'" + good.string() + "' '" + bad.string() + "' -o '" + (d.dir / "no.html").string() + "'", log) == 1);
+  CHECK(read_log(log).find("bad.json: not valid JSON at byte") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(d.dir / "no.html"));  // nothing written for a bad input
+  CHECK(run_report("", log) == 2);  // no file
+  CHECK(run_report("'" + (d.dir / "missing.json").string() + "'", log) == 2);  // CLI11: not an existing file
+  CHECK(read_log(log).find("missing.json") != std::string::npos);
+}
 
 TEST_CASE("ndgc-report inputs: snapshots and a dump make one document, runs in order") {
   InputDir d;

@@ -25,7 +25,12 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("-o,--out", out, "The page to write")->capture_default_str();
   app.add_option("--title", title, "The page's title (default: the files' names)");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the help, or the error and the usage
+    return e.get_exit_code() == 0 ? 0 : 2;  // a usage error is 2, as for the other programs
+  }
 
   try {
     std::vector<ndgc::report_tool::Input> inputs;
