@@ -26,7 +26,12 @@ export GLIBC_TUNABLES=glibc.cpu.x86_rep_stosb_threshold=0xffffffffffff:glibc.cpu
 per_step() {  # mode -> instructions per step
   local out=$build/callgrind/callgrind.out.$1
   valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$out" \
-    "$build/perf/step_driver" "$1" "$steps" >/dev/null 2>"$build/callgrind/$1.log"
+    "$build/perf/step_driver" "$1" "$steps" >"$build/callgrind/$1.out" 2>"$build/callgrind/$1.log"
+  # ndgc must count the allocator that ships, not the exact one of Memcheck runs.
+  if [[ $1 != eigen ]] && grep -q '^host cache: 0 bytes' "$build/callgrind/$1.out"; then
+    echo "callgrind_step.sh: $1 ran with exact allocations (no host block cache); not the shipped allocator" >&2
+    exit 1
+  fi
   local total
   total=$(sed -n 's/^summary: *//p' "$out")
   echo $((total / steps))
