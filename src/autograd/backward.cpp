@@ -167,7 +167,8 @@ void Tape::backward(const NDArray& target, const ReadyHook* hook) {
     const Node& node = nodes_[std::size_t(i)];
     // An intermediate result that requires a gradient of its own gets it too.
     if (gradient_of(node.output).defined()) accumulate_leaf(node.output, slot);
-    input_gradients(node, std::move(slot), inputs);
+    const ops::OpDetail* detail = node.detail() == Node::kNoDetail ? nullptr : &details_[std::size_t(node.detail())];
+    input_gradients(node, detail, std::move(slot), inputs);
     slot = Scratch();
     for (std::size_t j = 0; j < inputs.size(); ++j) {
       if (!inputs[j]) continue;

@@ -5,13 +5,12 @@
 
 #include <vector>
 
-#include "autograd/scratch.hpp"
-#include "autograd/tape.hpp"
+#include "autograd/rule.hpp"
 
 namespace ndgc::autograd::detail {
 
-// Fills `out` (already sized to node.size()) for a node of a layer op kind;
-// any other kind is a broken invariant (NDGC_ASSERT).
-void layer_gradients(const Node& node, Scratch& g, std::vector<Scratch>& out);
+// Fills r.out for a node of a layer op kind; any other kind is a broken
+// invariant (NDGC_ASSERT).
+void layer_gradients(Rule& r);
 
 }  // namespace ndgc::autograd::detail

@@ -3,6 +3,7 @@
 
 #include "autograd/gradient_state.hpp"
 #include "autograd/layer_rules.hpp"
+#include "autograd/rule.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,30 +19,19 @@ namespace {
 using ndgc::detail::Pinned;
 using ops::OpKind;
 
-struct Rule {
-  const Node& node;
-  Scratch g;  // the output's gradient; a rule may take it over
-  std::vector<Scratch>& out;
-
-  bool needs(std::size_t i) const { return node.source(i) != kNoGradient; }
-  // out += a × b straight into input i's gradient array, when input i is a
-  // leaf whose gradient has the product's 2-D shape and the engine can
-  // (saves a temporary and an addition pass per weight per step).
-  bool add_product_to_leaf(std::size_t i, const TensorView& a, const TensorView& b) const {
-    if (node.source(i) != kLeaf || a.rank != 2 || b.rank != 2) return false;
-    NDArray gradient = gradient_of(node.input(i));
-    if (!gradient.defined()) return false;
-    Pinned target(gradient, "backward");
-    if (target->shape.rank() != 2 || target->shape[0] != a.shape[0] || target->shape[1] != b.shape[1] ||
-        target->dtype != a.dtype)
-      return false;
-    return ops::engine(target->device).matmul_add(a, b, ops::view_of(*target));
-  }
-  Pinned input(std::size_t i) const { return Pinned(node.input(i), "backward"); }
-  Pinned output() const { return Pinned(node.output, "backward"); }
-  Device device() const { return g.device(); }
-  Scratch zero() const { return full(Shape{}, g.dtype(), g.device(), 0); }
-};
+// out += a × b straight into input i's gradient array, when input i is a
+// leaf whose gradient has the product's 2-D shape and the engine can
+// (saves a temporary and an addition pass per weight per step).
+bool add_product_to_leaf(const Rule& r, std::size_t i, const TensorView& a, const TensorView& b) {
+  if (r.node.source(i) != kLeaf || a.rank != 2 || b.rank != 2) return false;
+  NDArray gradient = gradient_of(r.node.input(i));
+  if (!gradient.defined()) return false;
+  Pinned target(gradient, "backward");
+  if (target->shape.rank() != 2 || target->shape[0] != a.shape[0] || target->shape[1] != b.shape[1] ||
+      target->dtype != a.dtype)
+    return false;
+  return ops::engine(target->device).matmul_add(a, b, ops::view_of(*target));
+}
 
 TensorView view(const Pinned& p) { return ops::view_of(*p); }
 
@@ -356,7 +346,7 @@ void matmul_rule(Rule& r) {
   const TensorView g = r.g.view();
   const Device d = r.device();
   const bool plain = batch.rank() == 0;  // 2-D operands, no batch axes
-  if (r.needs(0) && !(plain && pa->shape.rank() == 2 && r.add_product_to_leaf(0, g, swap_last(b)))) {
+  if (r.needs(0) && !(plain && pa->shape.rank() == 2 && add_product_to_leaf(r, 0, g, swap_last(b)))) {
     Scratch t(with_matrix(batch, m, k), a.dtype, d);
     if (t.shape().size() > 0) {
       const TensorView bt = swap_last(b);
@@ -366,7 +356,7 @@ void matmul_rule(Rule& r) {
     t.reshape(pa->shape);
     r.out[0] = std::move(t);
   }
-  if (r.needs(1) && !(plain && pb->shape.rank() == 2 && r.add_product_to_leaf(1, swap_last(a), g))) {
+  if (r.needs(1) && !(plain && pb->shape.rank() == 2 && add_product_to_leaf(r, 1, swap_last(a), g))) {
     Scratch t(with_matrix(batch, k, n), b.dtype, d);
     if (t.shape().size() > 0) {
       const TensorView at = swap_last(a);
@@ -412,7 +402,7 @@ void sparse_cross_entropy_rule(Rule& r) {
 
 void permute_rule(Rule& r) {
   Pinned px = r.input(0);
-  const ops::Permutation& perm = r.node.op.perm;
+  const ops::Permutation& perm = r.detail<ops::Permutation>();
   int inverse[kMaxRank] = {};
   for (int i = 0; i < perm.rank; ++i) inverse[perm.axes[std::size_t(i)]] = i;
   r.out[0] = copy(r.g.view().permuted(inverse), px->shape, r.g.dtype(), r.device());
@@ -466,7 +456,7 @@ TensorView index_view(const TensorView& v, const NDIndex& index) {
 void get_rule(Rule& r) {
   Pinned px = r.input(0);
   Scratch t = full(px->shape, r.g.dtype(), r.device(), 0);
-  const TensorView part = index_view(t.view(), r.node.op.index);
+  const TensorView part = index_view(t.view(), r.detail<NDIndex>());
   if (r.g.shape().size() > 0) t.engine().copy(r.g.view(), part);
   r.out[0] = std::move(t);
 }
@@ -544,10 +534,10 @@ void to_device_rule(Rule& r) {
 
 }  // namespace
 
-void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
+void input_gradients(const Node& node, const ops::OpDetail* detail, Scratch g, std::vector<Scratch>& out) {
   out.clear();
   out.resize(node.size());
-  Rule r{node, std::move(g), out};
+  Rule r{node, detail, std::move(g), out};
   switch (node.op.kind) {
     case OpKind::binary: binary_rule(r); break;
     case OpKind::binary_scalar: scalar_rule(r); break;
@@ -586,7 +576,7 @@ void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out) {
     case OpKind::layer_norm:
     case OpKind::batch_norm:
     case OpKind::lstm_cell:
-    case OpKind::lstm_layer: layer_gradients(node, r.g, out); break;
+    case OpKind::lstm_layer: layer_gradients(r); break;
   }
 }
 

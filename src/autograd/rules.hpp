@@ -23,7 +23,8 @@ namespace ndgc::autograd::detail {
 // that input) where node.source(i) asks for one, empty elsewhere. A rule may
 // instead add a leaf's gradient straight into its gradient array (a matmul
 // with a fused GEMM accumulate) and leave its entry empty. `g`, the
-// gradient of the node's output, is consumed.
-void input_gradients(const Node& node, Scratch g, std::vector<Scratch>& out);
+// gradient of the node's output, is consumed. `detail` is the node's OpDetail
+// from the tape's side table, or null when it has none.
+void input_gradients(const Node& node, const ops::OpDetail* detail, Scratch g, std::vector<Scratch>& out);
 
 }  // namespace ndgc::autograd::detail

@@ -21,8 +21,9 @@ thread_local bool t_paused = false;
 thread_local TapeBuffers t_spare;
 using TapeFreeList = support::FreeList<sizeof(Tape), Tape>;
 
-void record_hook(const ops::OpRecord& op, std::span<const NDArray> inputs, const NDArray& output) {
-  if (Tape* tape = t_tape; tape && !t_paused) tape->record(op, inputs, output);
+void record_hook(const ops::OpRecord& op, const ops::OpDetail* detail, std::span<const NDArray> inputs,
+                 const NDArray& output) {
+  if (Tape* tape = t_tape; tape && !t_paused) tape->record(op, detail, inputs, output);
 }
 
 std::size_t hash(const void* key) noexcept {
@@ -46,15 +47,14 @@ bool is_floating_array(const NDArray& array) noexcept {
 }  // namespace
 
 Node::Node(const ops::OpRecord& op_, std::span<const NDArray> inputs, const std::int32_t* sources,
-           const NDArray& output_)
-    : op(op_), output(output_), count_(inputs.size()) {
+           const NDArray& output_, std::int32_t detail)
+    : op(op_), output(output_), detail_(detail), count_(std::uint32_t(inputs.size())) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (i < kInline) {
       inputs_[i] = inputs[i];
       sources_[i] = sources[i];
     } else {
-      more_inputs_.push_back(inputs[i]);
-      more_sources_.push_back(sources[i]);
+      more_.push_back({inputs[i], sources[i]});
     }
   }
 }
@@ -84,6 +84,7 @@ Tape::~Tape() {
   // `new` memory): it must not go on showing the keys the nodes pointed at,
   // or a leaked handle to one of them would never look unreachable.
   if (used) std::memset(static_cast<void*>(buffers_.nodes.data()), 0, used * sizeof(Node));  // data() may be null
+  buffers_.details.clear();
   buffers_.grads.clear();
   buffers_.inputs.clear();
   std::fill(buffers_.producer.begin(), buffers_.producer.end(), Slot{});
@@ -127,7 +128,8 @@ void Tape::remember(const void* key, std::int32_t node) {
   producer_[i] = {key, node};
 }
 
-void Tape::record(const ops::OpRecord& op, std::span<const NDArray> inputs, const NDArray& output) {
+void Tape::record(const ops::OpRecord& op, const ops::OpDetail* detail, std::span<const NDArray> inputs,
+                  const NDArray& output) {
   if (inputs.empty() || !output.defined()) return;
   std::int32_t sources_inline[Node::kInline];
   std::vector<std::int32_t> sources_heap;
@@ -146,11 +148,14 @@ void Tape::record(const ops::OpRecord& op, std::span<const NDArray> inputs, cons
   // Integer and boolean results carry no gradient (Note [Tracked arrays]).
   if (!tracked || !is_floating_array(output)) return;
   const auto index = std::int32_t(nodes_.size());
-  nodes_.emplace_back(op, inputs, sources, output);
+  const std::size_t details = details_.size();
   try {
+    if (detail) details_.push_back(*detail);
+    nodes_.emplace_back(op, inputs, sources, output, detail ? std::int32_t(details) : Node::kNoDetail);
     remember(output.key(), index);
-  } catch (...) {
-    nodes_.pop_back();
+  } catch (...) {  // as if nothing was recorded
+    if (nodes_.size() > std::size_t(index)) nodes_.pop_back();
+    details_.erase(details_.begin() + std::ptrdiff_t(details), details_.end());
     throw;
   }
 }

@@ -1,7 +1,8 @@
 // The tape: what a GradientCollector recorded, in the order it happened.
 //
 // Each Node is one op whose inputs reach an array that requires a gradient:
-// the OpRecord (ops/record.hpp), handles to the inputs and the output (so
+// the OpRecord (ops/record.hpp), the index of its OpDetail in the tape's side
+// table when it has one (Note [A lean record]), handles to the inputs and the output (so
 // auto-close cannot free them before backward, docs/design.md §3), and for each
 // input where its gradient goes: the node that produced it, a leaf (an array
 // that requires a gradient), or nowhere. Recording order is a topological
@@ -49,20 +50,28 @@ inline constexpr std::int32_t kLeaf = -2;        // the input requires a gradien
 class Node {
  public:
   static constexpr std::size_t kInline = 3;
-  Node(const ops::OpRecord& op, std::span<const NDArray> inputs, const std::int32_t* sources, const NDArray& output);
+  static constexpr std::int32_t kNoDetail = -1;
+  Node(const ops::OpRecord& op, std::span<const NDArray> inputs, const std::int32_t* sources, const NDArray& output,
+       std::int32_t detail = kNoDetail);
 
   ops::OpRecord op;
   NDArray output;
   std::size_t size() const noexcept { return count_; }
-  const NDArray& input(std::size_t i) const noexcept { return i < kInline ? inputs_[i] : more_inputs_[i - kInline]; }
-  std::int32_t source(std::size_t i) const noexcept { return i < kInline ? sources_[i] : more_sources_[i - kInline]; }
+  const NDArray& input(std::size_t i) const noexcept { return i < kInline ? inputs_[i] : more_[i - kInline].input; }
+  std::int32_t source(std::size_t i) const noexcept { return i < kInline ? sources_[i] : more_[i - kInline].source; }
+  // Index of the node's OpDetail in TapeBuffers::details, or kNoDetail.
+  std::int32_t detail() const noexcept { return detail_; }
 
  private:
-  std::size_t count_;
+  struct Spilled {  // an input past the third (concat and stack of many)
+    NDArray input;
+    std::int32_t source;
+  };
   NDArray inputs_[kInline];
   std::int32_t sources_[kInline] = {kNoGradient, kNoGradient, kNoGradient};
-  std::vector<NDArray> more_inputs_;
-  std::vector<std::int32_t> more_sources_;
+  std::int32_t detail_;
+  std::uint32_t count_;
+  std::vector<Spilled> more_;
 };
 
 // What a tape allocates, kept for the next tape on the thread (Note
@@ -73,6 +82,7 @@ struct TapeBuffers {
     std::int32_t node = kNoGradient;
   };
   std::vector<Node> nodes;
+  std::vector<ops::OpDetail> details;  // the nodes' OpDetails (Note [A lean record])
   std::vector<Slot> producer;          // open addressing, power-of-two size, at most half full
   std::vector<Scratch> grads, inputs;  // backward's per-node gradients and one node's input gradients
 };
@@ -92,9 +102,11 @@ class Tape {
   Tape(const Tape&) = delete;
   Tape& operator=(const Tape&) = delete;
 
-  void record(const ops::OpRecord& op, std::span<const NDArray> inputs, const NDArray& output);
+  void record(const ops::OpRecord& op, const ops::OpDetail* detail, std::span<const NDArray> inputs,
+              const NDArray& output);
   void backward(const NDArray& target, const ReadyHook* hook);  // backward.cpp; hook may be null
   std::size_t size() const noexcept { return nodes_.size(); }
+  std::size_t details() const noexcept { return details_.size(); }  // OpDetails in the side table
 
   // The recording tape of this thread, or null (none, or paused).
   static Tape* current() noexcept;
@@ -108,6 +120,7 @@ class Tape {
 
   TapeBuffers buffers_;
   std::vector<Node>& nodes_ = buffers_.nodes;
+  std::vector<ops::OpDetail>& details_ = buffers_.details;
   std::vector<Slot>& producer_ = buffers_.producer;
   std::size_t producers_ = 0;
 };

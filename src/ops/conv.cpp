@@ -105,8 +105,8 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias, Pai
     }
   }
   NDArray result = publish_like(std::move(out), *px, op);
-  if (pb) record({.kind = OpKind::conv2d, .window = w}, {x, weight, bias}, result);
-  else record({.kind = OpKind::conv2d, .window = w}, {x, weight}, result);
+  if (pb) record({.kind = OpKind::conv2d}, w, {x, weight, bias}, result);
+  else record({.kind = OpKind::conv2d}, w, {x, weight}, result);
   return result;
 }
 

@@ -35,7 +35,7 @@ NDArray dropout(const NDArray& x, double p, bool training, Site site) {
   const RandomDraw draw = reserve_random(std::uint64_t(out->size()));
   if (out->size() > 0) engine(px->device).dropout(view_of(*px), p, draw.seed, draw.offset, view_of(*out));
   NDArray result = publish_like(std::move(out), *px, op);
-  record({.kind = OpKind::dropout, .scalar = p, .seed = draw.seed, .offset = draw.offset}, {x}, result);
+  record({.kind = OpKind::dropout, .scalar = p}, draw, {x}, result);
   return result;
 }
 

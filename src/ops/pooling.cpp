@@ -38,7 +38,7 @@ NDArray pool2d(bool max, const NDArray& x, Pair kernel, Pair stride, Pair paddin
   auto out = new_output(Shape{px->shape[0], px->shape[1], hw[0], hw[1]}, px->dtype, px->device, site, op);
   if (out->size() > 0) engine(px->device).pool2d(max, view_of(*px), w, view_of(*out));
   NDArray result = publish_like(std::move(out), *px, op);
-  record({.kind = max ? OpKind::max_pool2d : OpKind::avg_pool2d, .window = w}, {x}, result);
+  record({.kind = max ? OpKind::max_pool2d : OpKind::avg_pool2d}, w, {x}, result);
   return result;
 }
 

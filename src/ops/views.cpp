@@ -84,7 +84,7 @@ NDArray permute_pinned(const NDArray& x, const Pinned& a, std::span<const int> a
     strides.push_back(a->strides[axis]);
   }
   NDArray result = publish_view(*a, shape, strides, a->offset, site, op);
-  record({.kind = OpKind::permute, .perm = perm}, {x}, result);
+  record({.kind = OpKind::permute}, perm, {x}, result);
   return result;
 }
 
@@ -243,7 +243,7 @@ NDArray index_view(const NDArray& self, detail::ManagerImpl* into, const NDIndex
       into ? detail::publish(std::make_unique<ArrayImpl>(shape, strides, offset, a->dtype, a->storage, site), *into,
                              detail::Join::create, "get")
            : publish_view(*a, shape, strides, offset, site, "get");
-  record({.kind = OpKind::get, .index = index}, {self}, result);
+  record({.kind = OpKind::get}, index, {self}, result);
   return result;
 }
 

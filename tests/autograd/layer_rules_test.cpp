@@ -176,9 +176,9 @@ TEST_CASE("layer_gradients: a node of a non-layer op kind is a broken invariant"
   const ndgc::test::Death d = ndgc::test::run_in_child([] {
     using namespace ndgc::autograd::detail;
     const Node node(ndgc::ops::OpRecord{.kind = ndgc::ops::OpKind::binary}, {}, nullptr, ndgc::NDArray());
-    Scratch g(ndgc::Shape{1}, ndgc::DataType::float32, ndgc::Device::cpu());
     std::vector<Scratch> out;
-    layer_gradients(node, g, out);
+    Rule r{node, nullptr, Scratch(ndgc::Shape{1}, ndgc::DataType::float32, ndgc::Device::cpu()), out};
+    layer_gradients(r);
   });
   CHECK(d.stopped);
   CHECK(d.stderr_text.find("no layer rule") != std::string::npos);
