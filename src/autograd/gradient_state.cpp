@@ -7,6 +7,7 @@
 #include "autograd/gradient_state.hpp"
 
 #include <mutex>
+#include <typeinfo>
 
 #include <fmt/format.h>
 
@@ -23,9 +24,21 @@ namespace autograd::detail {
 
 using ndgc::detail::ArrayImpl;
 
+namespace {
+
+// The array's GradientState, or null. GradientState is final, so comparing
+// the dynamic type answers what a dynamic_cast would, without its walk of the
+// class hierarchy (~50 instructions, on every recorded op's inputs).
+GradientState* state_of(const ArrayImpl& a) noexcept {
+  ndgc::detail::ArrayExtension* e = a.extension.get();
+  return e && typeid(*e) == typeid(GradientState) ? static_cast<GradientState*>(e) : nullptr;
+}
+
+}  // namespace
+
 NDArray gradient_of(const ArrayImpl& a) {
   std::lock_guard lock(a.meta);
-  auto* state = dynamic_cast<GradientState*>(a.extension.get());
+  GradientState* state = state_of(a);
   return state ? state->gradient : NDArray();
 }
 
@@ -48,7 +61,7 @@ bool requires_gradient(const NDArray& array) noexcept {
   bool result;
   {
     std::lock_guard lock(a.meta);
-    result = a.extension && dynamic_cast<GradientState*>(a.extension.get());
+    result = state_of(a) != nullptr;
   }
   reg.unpin(key->slot);
   return result;
@@ -89,7 +102,7 @@ NDArray& NDArray::set_requires_gradient(bool on) {
     bool installed = false;
     {
       std::lock_guard lock(a->meta);
-      if (!dynamic_cast<GradientState*>(a->extension.get())) {
+      if (!autograd::detail::state_of(*a)) {
         auto state = std::make_unique<GradientState>();
         state->gradient = gradient;
         a->extension = std::move(state);
@@ -101,7 +114,7 @@ NDArray& NDArray::set_requires_gradient(bool on) {
     std::unique_ptr<detail::ArrayExtension> old;
     {
       std::lock_guard lock(a->meta);
-      if (dynamic_cast<GradientState*>(a->extension.get())) old = std::move(a->extension);
+      if (autograd::detail::state_of(*a)) old = std::move(a->extension);
     }
     if (old) autograd::detail::close_array(static_cast<GradientState&>(*old).gradient);
   }

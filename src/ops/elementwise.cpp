@@ -116,11 +116,12 @@ NDArray binary_scalar(Binary op, const NDArray& x, double s, bool scalar_left, S
 NDArray unary(Unary op, const NDArray& x, Site site) {
   if ((op == Unary::exp || op == Unary::log) && autocast::widens({&x})) return unary(op, autocast::widen(x, site), site);
   detail::enter();
-  Pinned a(x, name_of(op));
+  const char* name = name_of(op);
+  Pinned a(x, name);
   check_unary(op, *a);
-  auto out = new_output(a->shape, a->dtype, a->device, site, name_of(op));
+  auto out = new_output(a->shape, a->dtype, a->device, site, name);
   engine(a->device).unary(op, view_of(*a), view_of(*out));
-  NDArray result = publish_like(std::move(out), *a, name_of(op));
+  NDArray result = publish_like(std::move(out), *a, name);
   record({.kind = OpKind::unary, .unary = op}, {x}, result);
   return result;
 }
