@@ -36,6 +36,7 @@
 #include "core/registry.hpp"
 #include "ndgc/error.hpp"
 #include "ops/op_support.hpp"
+#include "support/scope_exit.hpp"
 
 namespace ndgc::autograd::detail {
 namespace {
@@ -144,14 +145,10 @@ void Tape::backward(const NDArray& target, const ReadyHook* hook) {
   // The tape's kept buffers (Note [Recording cost]), emptied again however this ends.
   std::vector<Scratch>& grads = buffers_.grads;
   std::vector<Scratch>& inputs = buffers_.inputs;
-  struct Empty {
-    std::vector<Scratch>& a;
-    std::vector<Scratch>& b;
-    ~Empty() {
-      a.clear();
-      b.clear();
-    }
-  } empty{grads, inputs};
+  support::ScopeExit empty{[&] {
+    grads.clear();
+    inputs.clear();
+  }};
   grads.clear();
   grads.resize(std::size_t(root) + 1);
   grads[std::size_t(root)] = std::move(seed);

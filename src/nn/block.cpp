@@ -7,6 +7,7 @@
 #include "ndgc/autograd.hpp"
 #include "ndgc/error.hpp"
 #include "ndgc/nn.hpp"
+#include "support/scope_exit.hpp"
 
 namespace ndgc::nn {
 namespace {
@@ -22,10 +23,7 @@ NDList Block::forward(const NDList& inputs, bool) {
     throw InvalidArgument(fmt::format("{}: the block overrides neither forward(inputs) nor forward(inputs, training)",
                                      describe()));
   const Block* outer = std::exchange(t_defaulting, this);
-  struct Restore {
-    const Block* outer;
-    ~Restore() { t_defaulting = outer; }
-  } restore{outer};
+  support::ScopeExit restore{[outer] { t_defaulting = outer; }};
   return forward(inputs);
 }
 

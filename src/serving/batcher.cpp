@@ -11,20 +11,12 @@
 #include "ndgc/ndlist.hpp"
 #include "ndgc/ndarray.hpp"
 #include "ndgc/workspace.hpp"
+#include "support/scope_exit.hpp"
 
 namespace ndgc::serving {
 
 namespace {
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// Runs f when the scope ends, on an exception too.
-template <class F>
-struct AtExit {
-  F f;
-  ~AtExit() { f(); }
-};
-template <class F>
-AtExit(F) -> AtExit<F>;
 }  // namespace
 
 Batcher::Batcher(std::string model_name, Model& model, TensorSpec spec, BatchOptions options, ModelMetrics& metrics)
@@ -52,7 +44,7 @@ bool Batcher::submit(Job&& job) {
     ready_.notify_one();
     return true;
   }
-  AtExit release{[this] { finished(); }};
+  support::ScopeExit release{[this] { finished(); }};
   std::vector<Job> batch;
   batch.push_back(std::move(job));
   run(batch, batch.front().request.rows, -1);
@@ -92,6 +84,17 @@ std::size_t Batcher::abandon(const std::string& reason) {
   return left.size();
 }
 
+// Moves queued jobs into `batch` while their rows fit beside `rows` (the first
+// job always goes, however many rows it has); returns the rows now in batch.
+std::int64_t Batcher::take_fitting(std::vector<Job>& batch, std::int64_t rows) {
+  while (!queue_.empty() && (batch.empty() || rows + queue_.front().request.rows <= options_.max_batch_size)) {
+    rows += queue_.front().request.rows;
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  return rows;
+}
+
 void Batcher::work(int index) {
   std::vector<Job> batch;
   for (;;) {
@@ -104,26 +107,18 @@ void Batcher::work(int index) {
       ++running_;
       const auto deadline = std::chrono::steady_clock::now() + options_.max_queue_delay;
       for (;;) {
-        while (!queue_.empty() && (batch.empty() || rows + queue_.front().request.rows <= options_.max_batch_size)) {
-          rows += queue_.front().request.rows;
-          batch.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
+        rows = take_fitting(batch, rows);
         if (rows >= options_.max_batch_size || !queue_.empty() || closed_ || options_.max_queue_delay.count() == 0)
           break;
         if (ready_.wait_until(lock, deadline) == std::cv_status::timeout) {
-          while (!queue_.empty() && rows + queue_.front().request.rows <= options_.max_batch_size) {
-            rows += queue_.front().request.rows;
-            batch.push_back(std::move(queue_.front()));
-            queue_.pop_front();
-          }
+          rows = take_fitting(batch, rows);
           break;
         }
       }
       more = !queue_.empty();
     }
     if (more) ready_.notify_one();  // what did not fit goes to another worker
-    AtExit release{[this] { finished(); }};
+    support::ScopeExit release{[this] { finished(); }};
     run(batch, rows, index);
     batch.clear();
   }

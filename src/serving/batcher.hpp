@@ -85,6 +85,7 @@ class Batcher {
 
  private:
   void work(int index);
+  std::int64_t take_fitting(std::vector<Job>& batch, std::int64_t rows);  // with mutex_ held
   // Runs a batch; index: the worker's, or -1 on a submitting thread (Note [Inline batches]).
   void run(std::vector<Job>& batch, std::int64_t rows, int index);
   std::vector<std::string> outputs_of(const NDList& ys, std::int64_t rows) const;

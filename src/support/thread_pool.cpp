@@ -47,6 +47,7 @@
 #include "ndgc/parallel.hpp"
 #include "support/assert.hpp"
 #include "support/options.hpp"
+#include "support/scope_exit.hpp"
 
 namespace ndgc {
 namespace support {
@@ -260,10 +261,7 @@ void run_tasks(std::int64_t count, TaskRef task) {
   if (pool) region = std::unique_lock(pool->region_mutex(), std::try_to_lock);
   const bool was_in_region = t_in_region;
   t_in_region = true;
-  struct Restore {
-    bool value;
-    ~Restore() { t_in_region = value; }
-  } restore{was_in_region};
+  ScopeExit restore{[was_in_region] { t_in_region = was_in_region; }};
   if (!pool || !region.owns_lock() || g_pool.load() != pool) {
     // Inline: the same pieces in the same order. The lowest piece's error
     // wins here too, since pieces run in order and the first throw stops.
