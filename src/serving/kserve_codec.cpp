@@ -10,6 +10,7 @@
 // dtype: integers must be integers in range, BOOL takes true/false (or 0/1).
 #include "serving/kserve_codec.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -225,6 +226,15 @@ void decode_input(dom::object input, const TensorSpec& spec, InferRequest& reque
 }
 
 }  // namespace
+
+std::size_t parse_json_length(std::string_view header) {
+  std::size_t v = 0;
+  const char* end = header.data() + header.size();
+  const auto [stop, error] = std::from_chars(header.data(), end, v);  // an unsigned value: no sign, no space
+  if (error != std::errc() || stop != end)
+    bad(fmt::format("Inference-Header-Content-Length '{}' is not a byte count", header));
+  return v;
+}
 
 InferRequest decode_infer_request(std::string_view body, const TensorSpec& spec, std::optional<std::size_t> json_length) {
   thread_local dom::parser parser;

@@ -63,6 +63,11 @@ struct EncodedResponse {
   std::size_t json_length = 0;  // with binary output: the JSON's bytes; 0: the body is all JSON
 };
 
+// The value of an Inference-Header-Content-Length header: a decimal byte
+// count, digits only (no sign, no space). Throws HttpError(400, ...) quoting
+// the header otherwise, or when the count does not fit a size_t.
+std::size_t parse_json_length(std::string_view header);
+
 // Throws HttpError(400, ...) naming what is wrong.
 // `json_length`: Inference-Header-Content-Length when the request has it.
 InferRequest decode_infer_request(std::string_view body, const TensorSpec& spec,

@@ -31,6 +31,13 @@ void header(std::string& out, const char* name, const char* type, const char* he
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
+// One series without per-model or per-device labels.
+template <class V>
+void gauge(std::string& out, const char* name, const char* type, const char* help, V value, const char* labels = "") {
+  header(out, name, type, help);
+  fmt::format_to(std::back_inserter(out), "{}{} {}\n", name, labels, value);
+}
+
 }  // namespace
 
 std::string prometheus_label_value(std::string_view value) {
@@ -105,13 +112,24 @@ OrphanSampler& Metrics::orphan_sampler() const {
 
 std::string Metrics::render() const {
   std::string out;
+  render_requests(out);
+  render_models(out);
+  render_memory(out);
+  render_autoclose(out);
+  gauge(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", memory::resident_bytes());
+  return out;
+}
+
+void Metrics::render_requests(std::string& out) const {
   header(out, "ndgc_requests_total", "counter", "HTTP requests answered, by model (empty: server endpoints) and status.");
-  {
-    std::lock_guard lock(mutex_);
-    for (const auto& [key, n] : requests_)
-      fmt::format_to(std::back_inserter(out), "ndgc_requests_total{{{},status=\"{}\"}} {}\n", label(key.first),
-                     key.second, n);
-  }
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, n] : requests_)
+    fmt::format_to(std::back_inserter(out), "ndgc_requests_total{{{},status=\"{}\"}} {}\n", label(key.first),
+                   key.second, n);
+}
+
+// Triton's counters and the latency histograms, one series per model.
+void Metrics::render_models(std::string& out) const {
   auto per_model = [&](const char* name, const char* type, const char* help, auto value) {
     header(out, name, type, help);
     for (const auto& [model, m] : models_) fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, label(model), value(*m));
@@ -135,13 +153,10 @@ std::string Metrics::render() const {
   histograms("ndgc_request_duration_seconds", "Time from the request's arrival to its response.",
              &ModelMetrics::total_seconds);
   histograms("ndgc_batch_size", "Rows per forward pass.", &ModelMetrics::batch_size);
+}
 
-  const gc::Stats gcs = gc::stats();
-  auto gauge = [&](const char* name, const char* type, const char* help, auto value, const char* labels = "") {
-    header(out, name, type, help);
-    fmt::format_to(std::back_inserter(out), "{}{} {}\n", name, labels, value);
-  };
-  // The memory series by device: the CPU's, then each model's GPU.
+// The memory series by device: the CPU's, then each model's GPU.
+void Metrics::render_memory(std::string& out) const {
   std::vector<std::pair<std::string, memory::Stats>> devices;
   for (Device d : devices_) devices.emplace_back(fmt::format("{{device=\"{}\"}}", device_argument(d)), memory::stats(d));
   auto per_device = [&](const char* name, const char* type, const char* help, auto value) {
@@ -155,24 +170,28 @@ std::string Metrics::render() const {
              [](const memory::Stats& m) { return m.peak_bytes; });
   per_device("ndgc_memory_reserved_bytes", "gauge", "Bytes held by the device's allocator (in use plus cached).",
              [](const memory::Stats& m) { return m.current_bytes + m.cached_bytes; });
-  gauge("ndgc_live_arrays", "gauge", "Open arrays, every manager.", debug::live_array_count());
-  gauge("ndgc_orphan_arrays", "gauge",
+  per_device("ndgc_workspace_bytes", "gauge", "Workspace arena bytes held, by device.",
+             [](const memory::Stats& m) { return m.workspace_capacity_bytes; });
+  per_device("ndgc_workspace_spilled_bytes_total", "counter", "Bytes workspaces spilled to ordinary memory, by device.",
+             [](const memory::Stats& m) { return m.workspace_spilled_bytes; });
+}
+
+// Live and orphaned arrays, and what auto-close has done.
+void Metrics::render_autoclose(std::string& out) const {
+  const gc::Stats gcs = gc::stats();
+  gauge(out, "ndgc_live_arrays", "gauge", "Open arrays, every manager.", debug::live_array_count());
+  gauge(out, "ndgc_orphan_arrays", "gauge",
         "Open arrays no handle reaches (what auto-close would close), as sampled at most a second before.",
         orphan_sampler().latest());
   const char* detector = !gc::enabled() ? "{detector=\"off\"}"
                          : gc::detector() == gc::Detector::trace ? "{detector=\"trace\"}"
                                                                  : "{detector=\"refcount\"}";
-  gauge("ndgc_autoclose_info", "gauge", "Auto-close's detector: off, refcount (--autoclose on) or trace.", 1, detector);
-  gauge("ndgc_autoclose_reclaimed_arrays_total", "counter", "Arrays auto-close has closed.", gcs.reclaimed);
-  gauge("ndgc_autoclose_leaked_handles_total", "counter",
+  gauge(out, "ndgc_autoclose_info", "gauge", "Auto-close's detector: off, refcount (--autoclose on) or trace.", 1,
+        detector);
+  gauge(out, "ndgc_autoclose_reclaimed_arrays_total", "counter", "Arrays auto-close has closed.", gcs.reclaimed);
+  gauge(out, "ndgc_autoclose_leaked_handles_total", "counter",
         "Handles the tracing detector (--autoclose trace) found unreachable; their arrays were closed.",
         gcs.leaked_handles);
-  per_device("ndgc_workspace_bytes", "gauge", "Workspace arena bytes held, by device.",
-             [](const memory::Stats& m) { return m.workspace_capacity_bytes; });
-  per_device("ndgc_workspace_spilled_bytes_total", "counter", "Bytes workspaces spilled to ordinary memory, by device.",
-             [](const memory::Stats& m) { return m.workspace_spilled_bytes; });
-  gauge("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", memory::resident_bytes());
-  return out;
 }
 
 }  // namespace ndgc::serving

@@ -64,6 +64,10 @@ class Metrics {
   std::string render() const;
 
  private:
+  void render_requests(std::string& out) const;
+  void render_models(std::string& out) const;
+  void render_memory(std::string& out) const;
+  void render_autoclose(std::string& out) const;
   // Started by the first render (Note [Counting orphans off the I/O threads]).
   OrphanSampler& orphan_sampler() const;
   mutable std::once_flag sampler_started_;

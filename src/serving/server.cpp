@@ -199,19 +199,8 @@ struct Server::Impl {
     try {
       std::optional<std::size_t> json_length;  // Triton's binary tensor extension (kserve_codec.hpp)
       const auto header = request.find("Inference-Header-Content-Length");
-      if (header != request.end()) {
-        const std::string text(header->value());
-        std::size_t used = 0;
-        unsigned long long v = 0;
-        try {
-          v = std::stoull(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || text[0] == '-')
-          throw HttpError(400, fmt::format("Inference-Header-Content-Length '{}' is not a byte count", text));
-        json_length = std::size_t(v);
-      }
+      if (header != request.end())
+        json_length = parse_json_length(std::string_view(header->value().data(), header->value().size()));
       job.request = decode_infer_request(request.body(), served.spec, json_length);
     } catch (const HttpError& e) {
       return answer(reply, metrics, name, error_response(e.status(), e.what()));

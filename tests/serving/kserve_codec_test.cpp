@@ -68,6 +68,23 @@ TEST_CASE("each bad request is a 400 naming the problem") {
   rejects(R"({"inputs":[{"name":"input","shape":[4611686018427387904,4],"datatype":"FP32","data":[1]}]})", "has shape");
 }
 
+TEST_CASE("Inference-Header-Content-Length is digits only") {
+  CHECK(parse_json_length("0") == 0);
+  CHECK(parse_json_length("1234") == 1234);
+  // std::stoull, which the server used before, took the space and the plus sign.
+  for (const char* bad : {"", " 12", "+12", "12 ", "-1", "1x", "0x10", "99999999999999999999999"}) {
+    CAPTURE(bad);
+    try {
+      (void)parse_json_length(bad);
+      FAIL("accepted");
+    } catch (const HttpError& e) {
+      CHECK(e.status() == 400);
+      CHECK(std::string(e.what()).find(std::string("Inference-Header-Content-Length '") + bad + "'") !=
+            std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("responses and errors are valid JSON with escaped text") {
   const float y[6] = {1.5f, -2, 0, 0.25f, 1e-3f, 3};
   InferRequest request;
