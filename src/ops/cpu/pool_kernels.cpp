@@ -103,64 +103,84 @@ void CpuEngine::pool2d(bool max, const TensorView& x, const Window2d& w, const T
   });
 }
 
+namespace {
+
+// One plane's input and output-gradient geometry for pool2d_backward.
+struct PoolPlane {
+  std::int64_t h, wd, oh, ow, sh, sw;  // input height and width, output height and width, input strides
+};
+
+// 2x2 max windows with stride 2 (tiles_2x2), window by window: 0 + g on the
+// winner (as the scatter adds it), 0 elsewhere, and 0 where no window reaches.
+template <class T>
+void max_2x2_plane_backward(const T* plane, const T* gp, T* dp, const PoolPlane& q, const Window2d& w) {
+  const std::int64_t wd = q.wd, offset[4] = {0, 1, wd, wd + 1};  // of the taps in dx
+  for (std::int64_t oy = 0; oy < q.oh; ++oy) {
+    T* d0 = dp + 2 * oy * wd;
+    for (std::int64_t ox = 0; ox < q.ow; ++ox) {
+      T best;
+      const int tap = max_2x2(plane + 2 * oy * q.sh + 2 * ox, q.sh, w, best);
+      T* win = d0 + 2 * ox;
+      win[0] = win[1] = win[wd] = win[wd + 1] = T(0);
+      win[offset[tap]] = T(0) + gp[oy * q.ow + ox];
+    }
+    for (std::int64_t ix = 2 * q.ow; ix < wd; ++ix) d0[ix] = d0[wd + ix] = T(0);
+  }
+  for (std::int64_t i = 2 * q.oh * wd; i < q.h * wd; ++i) dp[i] = T(0);
+}
+
+// Any window: dx zeroed, then each output's gradient added to its window's
+// maximum (max) or shared among its taps (average). `rows_inner`: no padding
+// and contiguous rows, so a window's offsets in x are its offsets in dx.
+template <class T>
+void scatter_plane_backward(bool max, bool rows_inner, const T* plane, const T* gp, T* dp, const PoolPlane& q,
+                            const Window2d& w) {
+  const std::int64_t h = q.h, wd = q.wd, taps = w.kernel[0] * w.kernel[1];
+  for (std::int64_t i = 0; i < h * wd; ++i) dp[i] = T(0);
+  for (std::int64_t oy = 0; oy < q.oh; ++oy)
+    for (std::int64_t ox = 0; ox < q.ow; ++ox) {
+      const T gv = gp[oy * q.ow + ox];
+      if (max && rows_inner) {
+        const std::int64_t start = oy * w.stride[0] * wd + ox * w.stride[1];
+        dp[start + conv::inner_max_offset(plane + start, wd, 1, w)] += gv;
+      } else if (max) {
+        dp[conv::max_position(plane, q.sh, q.sw, h, wd, w, oy, ox)] += gv;
+      } else {
+        const T share = gv / T(taps);
+        for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky) {
+          const std::int64_t iy = conv::source(w, 0, oy, ky);
+          if (iy < 0 || iy >= h) continue;
+          for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+            const std::int64_t ix = conv::source(w, 1, ox, kx);
+            if (ix >= 0 && ix < wd) dp[iy * wd + ix] += share;
+          }
+        }
+      }
+    }
+}
+
+}  // namespace
+
 void CpuEngine::pool2d_backward(bool max, const TensorView& x, const TensorView& g, const Window2d& w,
                                 const TensorView& dx) {
-  const std::int64_t c = x.shape[1], h = x.shape[2], wd = x.shape[3], oh = g.shape[2], ow = g.shape[3];
-  const std::int64_t planes = x.shape[0] * c, taps = w.kernel[0] * w.kernel[1];
+  const std::int64_t c = x.shape[1], planes = x.shape[0] * c, taps = w.kernel[0] * w.kernel[1];
+  const PoolPlane q{x.shape[2], x.shape[3], g.shape[2], g.shape[3], x.strides[2], x.strides[3]};
   std::optional<Scratch> keep;
   const TensorView& gc = contiguous_or_copy(g, keep);
   const bool tiles = tiles_2x2(max, w, x.strides[3]);
-  // No padding and contiguous rows: a window's offsets in x are its offsets in dx.
-  const bool rows_inner = w.padding[0] == 0 && w.padding[1] == 0 && x.strides[3] == 1 && x.strides[2] == wd;
+  const bool rows_inner = w.padding[0] == 0 && w.padding[1] == 0 && q.sw == 1 && q.sh == q.wd;
   floating(x.dtype, "pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x.data);
     const T* gin = static_cast<const T*>(gc.data);
     T* d = static_cast<T*>(dx.data);
-    support::parallel_for(planes, grain_for(oh * ow * taps), [&](std::int64_t lo, std::int64_t hi) {
+    support::parallel_for(planes, grain_for(q.oh * q.ow * taps), [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t p = lo; p < hi; ++p) {
         const T* plane = in + p / c * x.strides[0] + p % c * x.strides[1];
-        const T* gp = gin + p * oh * ow;
-        T* dp = d + p * h * wd;
-        if (tiles) {  // window by window: 0 + g on the winner (as the scatter adds it), 0 elsewhere
-          const std::int64_t sh = x.strides[2], offset[4] = {0, 1, wd, wd + 1};  // of the taps in dx
-          for (std::int64_t oy = 0; oy < oh; ++oy) {
-            T* d0 = dp + 2 * oy * wd;
-            for (std::int64_t ox = 0; ox < ow; ++ox) {
-              T best;
-              const int tap = max_2x2(plane + 2 * oy * sh + 2 * ox, sh, w, best);
-              T* win = d0 + 2 * ox;
-              win[0] = win[1] = win[wd] = win[wd + 1] = T(0);
-              win[offset[tap]] = T(0) + gp[oy * ow + ox];
-            }
-            for (std::int64_t ix = 2 * ow; ix < wd; ++ix) d0[ix] = d0[wd + ix] = T(0);  // no window reaches these
-          }
-          for (std::int64_t i = 2 * oh * wd; i < h * wd; ++i) dp[i] = T(0);
-          continue;
-        }
-        for (std::int64_t i = 0; i < h * wd; ++i) dp[i] = T(0);
-        for (std::int64_t oy = 0; oy < oh; ++oy)
-          for (std::int64_t ox = 0; ox < ow; ++ox) {
-            const T gv = gp[oy * ow + ox];
-            if (max && rows_inner) {
-              const std::int64_t start = oy * w.stride[0] * wd + ox * w.stride[1];
-              dp[start + conv::inner_max_offset(plane + start, wd, 1, w)] += gv;
-              continue;
-            }
-            if (max) {
-              dp[conv::max_position(plane, x.strides[2], x.strides[3], h, wd, w, oy, ox)] += gv;
-              continue;
-            }
-            const T share = gv / T(taps);
-            for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky) {
-              const std::int64_t iy = conv::source(w, 0, oy, ky);
-              if (iy < 0 || iy >= h) continue;
-              for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
-                const std::int64_t ix = conv::source(w, 1, ox, kx);
-                if (ix >= 0 && ix < wd) dp[iy * wd + ix] += share;
-              }
-            }
-          }
+        const T* gp = gin + p * q.oh * q.ow;
+        T* dp = d + p * q.h * q.wd;
+        if (tiles) max_2x2_plane_backward(plane, gp, dp, q, w);
+        else scatter_plane_backward(max, rows_inner, plane, gp, dp, q, w);
       }
     });
   });
