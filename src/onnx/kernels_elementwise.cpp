@@ -84,6 +84,11 @@ void add_activations(KernelTable& t) {
                     c.outputs.push_back(where(x.lt(0.0), x.mul(slope), x));
                   }, floats_only});
   t.add("Elu", {[](RunContext& c) { c.outputs.push_back(elu(c.in(0), c.node.f("alpha", 1.0f))); }, floats_only});
+  // max(0, x) + min(0, alpha (e^(x/alpha) - 1)): Elu of x/alpha, times alpha.
+  t.add("Celu", {[](RunContext& c) {
+                   const double alpha = c.node.f("alpha", 1.0f);
+                   c.outputs.push_back(elu(c.in(0).div(alpha), 1.0).mul(alpha));
+                 }, floats_only});
   t.add("Selu", {[](RunContext& c) {
                    const double alpha = c.node.f("alpha", 1.67326319217681884765625f);
                    const double gamma = c.node.f("gamma", 1.05070102214813232421875f);

@@ -1,6 +1,7 @@
 // Kernels composed of a few ndgc ops each: Sign, IsNaN, IsInf, Shrink,
 // Hardmax, OneHot, EyeLike, CumSum, GatherElements, InstanceNormalization,
 // DepthToSpace and SpaceToDepth.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -115,6 +116,33 @@ void run_cumsum(RunContext& c) {
 
 // out[..., j, ...] = data[..., indices[..., j, ...], ...] along the axis.
 // Floating data: a one-hot product (it has a gradient); other data on the host.
+// The elements of `cut` at `idx` (in [0, n) along `axis`, row-major over
+// `is`, which matches cut's shape on every other axis): GatherElements. For
+// floating data a one-hot product, so it has a gradient; integers on the host.
+NDArray gather_elements(const RunContext& c, const NDArray& cut, const std::vector<std::int64_t>& idx, const Shape& is,
+                        int axis) {
+  const int rank = cut.rank();
+  const std::int64_t n = cut.shape()[axis];
+  if (is_floating(cut.dtype())) {
+    NDArray hot = make_ints(c, idx, is).one_hot(n, cut.dtype());                  // is + [n]
+    NDArray table = move_axis(cut, axis, rank - 1).expand_dims(rank - 1);       // others + [1, n]
+    NDArray picked = move_axis(hot, axis, rank - 1).mul(table).sum({-1});       // others + [m]
+    return move_axis(picked, rank - 1, axis);
+  }
+  const std::vector<std::int64_t> values = read_ints(cut.contiguous());
+  const Shape cs = cut.shape();
+  std::vector<std::int64_t> out(idx.size());
+  std::vector<std::int64_t> at(std::size_t(is.rank()), 0);
+  for (std::size_t e = 0; e < idx.size(); ++e) {
+    std::int64_t offset = 0;
+    for (int k = 0; k < is.rank(); ++k) offset = offset * cs[k] + (k == axis ? idx[e] : at[std::size_t(k)]);
+    out[e] = values[std::size_t(offset)];
+    for (int k = is.rank() - 1; k >= 0 && ++at[std::size_t(k)] == is[k]; --k) at[std::size_t(k)] = 0;
+  }
+  NDArray r = make_ints(c, out, is);
+  return cut.dtype() == DataType::int64 ? r : r.to_type(cut.dtype());
+}
+
 void run_gather_elements(RunContext& c) {
   const NDArray& data = c.in(0);
   const int axis = axis_in(c.node.i("axis", 0), data.rank(), c.node);
@@ -138,26 +166,7 @@ void run_gather_elements(RunContext& c) {
     if (k == axis) extent.add_all();
     else extent.add_slice(0, is[k]);
   }
-  const NDArray cut = data.get(extent);
-  if (is_floating(data.dtype())) {
-    NDArray hot = make_ints(c, idx, is).one_hot(n, data.dtype());                // is + [n]
-    NDArray table = move_axis(cut, axis, data.rank() - 1).expand_dims(data.rank() - 1);  // others + [1, n]
-    NDArray picked = move_axis(hot, axis, data.rank() - 1).mul(table).sum({-1});  // others + [m]
-    c.outputs.push_back(move_axis(picked, data.rank() - 1, axis));
-    return;
-  }
-  const std::vector<std::int64_t> values = read_ints(cut.contiguous());
-  const Shape cs = cut.shape();
-  std::vector<std::int64_t> out(idx.size());
-  std::vector<std::int64_t> at(std::size_t(is.rank()), 0);
-  for (std::size_t e = 0; e < idx.size(); ++e) {
-    std::int64_t offset = 0;
-    for (int k = 0; k < is.rank(); ++k) offset = offset * cs[k] + (k == axis ? idx[e] : at[std::size_t(k)]);
-    out[e] = values[std::size_t(offset)];
-    for (int k = is.rank() - 1; k >= 0 && ++at[std::size_t(k)] == is[k]; --k) at[std::size_t(k)] = 0;
-  }
-  NDArray r = make_ints(c, out, is);
-  c.outputs.push_back(data.dtype() == DataType::int64 ? r : r.to_type(data.dtype()));
+  c.outputs.push_back(gather_elements(c, data.get(extent), idx, is, axis));
 }
 
 void run_instance_norm(RunContext& c) {
@@ -170,6 +179,111 @@ void run_instance_norm(RunContext& c) {
   const NDArray var = centred.mul(centred).mean(axes, true);
   NDArray y = centred.div(var.add(double(c.node.f("epsilon", 1e-5f))).sqrt());
   c.outputs.push_back(y.mul(c.in(1).reshape(per_channel)).add(c.in(2).reshape(per_channel)));
+}
+
+// x's elements as double, row-major, on the host.
+std::vector<double> host_values(const NDArray& x) {
+  std::vector<double> v(static_cast<std::size_t>(x.size()));
+  x.copy_to(v.data(), DataType::float64, v.size());
+  return v;
+}
+
+// The positions of x's nonzero elements: [rank, count], row-major order.
+void run_nonzero(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const std::vector<double> v = host_values(x);
+  const Shape xs = x.shape();
+  std::vector<std::vector<std::int64_t>> at(std::size_t(x.rank()));
+  std::vector<std::int64_t> pos(std::size_t(x.rank()), 0);
+  for (double e : v) {
+    if (e != 0)
+      for (std::size_t k = 0; k < pos.size(); ++k) at[k].push_back(pos[k]);
+    for (int k = x.rank() - 1; k >= 0 && ++pos[std::size_t(k)] == xs[k]; --k) pos[std::size_t(k)] = 0;
+  }
+  const std::size_t count = v.empty() ? 0 : (at.empty() ? std::size_t(v[0] != 0) : at[0].size());
+  std::vector<std::int64_t> flat;
+  for (const auto& row : at) flat.insert(flat.end(), row.begin(), row.end());
+  c.outputs.push_back(make_ints(c, flat, Shape{x.rank(), std::int64_t(count)}));
+}
+
+// The slices of x along `axis` (x flattened when there is none) where the
+// boolean condition is true; a condition shorter than the axis drops the rest.
+void run_compress(RunContext& c) {
+  NDArray x = c.in(0);
+  int axis = 0;
+  if (c.node.has("axis")) axis = axis_in(c.node.i("axis", 0), x.rank(), c.node);
+  else x = x.reshape(Shape{x.size()});
+  const std::vector<double> keep = host_values(c.in(1));
+  const std::int64_t n = x.shape()[axis];
+  if (std::int64_t(keep.size()) > n)
+    throw InvalidArgument(fmt::format("onnx: {}: a condition of {} for an axis of {}", c.node.label(), keep.size(), n));
+  std::vector<std::int64_t> at;
+  for (std::size_t i = 0; i < keep.size(); ++i)
+    if (keep[i] != 0) at.push_back(std::int64_t(i));
+  c.outputs.push_back(gather_along(c, x, at, Shape{std::int64_t(at.size())}, axis));
+}
+
+// The k largest (or smallest) elements along `axis` and their positions,
+// sorted (also when `sorted` is 0, which leaves the order free), ties to the
+// lower position (ONNX's reference). The positions are
+// found on the host; the values are gathered from x, so they have x's gradient.
+void run_top_k(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const int axis = axis_in(c.node.i("axis", -1), x.rank(), c.node);
+  const std::int64_t k = c.opset < 10 ? c.node.i("k", 0) : read_ints(c.in(1)).at(0);
+  const std::int64_t n = x.shape()[axis];
+  if (k < 0 || k > n)
+    throw InvalidArgument(fmt::format("onnx: {}: k {} for an axis of {}", c.node.label(), k, n));
+  const bool largest = c.node.i("largest", 1) != 0;
+  const std::vector<double> v = host_values(x);
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+  Shape out_shape = x.shape();
+  out_shape[axis] = k;
+  std::vector<std::int64_t> idx(std::size_t(outer * k * inner));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t e = 0; e < inner; ++e) {
+      auto value = [&](std::int64_t i) { return v[std::size_t((o * n + i) * inner + e)]; };
+      for (std::int64_t i = 0; i < n; ++i) order[std::size_t(i)] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::int64_t a, std::int64_t b) { return largest ? value(a) > value(b) : value(a) < value(b); });
+      for (std::int64_t j = 0; j < k; ++j) idx[std::size_t((o * k + j) * inner + e)] = order[std::size_t(j)];
+    }
+  c.outputs.push_back(gather_elements(c, x, idx, out_shape, axis));
+  c.outputs.push_back(make_ints(c, idx, out_shape));
+}
+
+// ONNX's function body: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over `axes`
+// (default N, H and W).
+void run_mean_variance_normalization(RunContext& c) {
+  const NDArray& x = c.in(0);
+  std::vector<int> axes;
+  for (std::int64_t a : c.node.ints("axes", {0, 2, 3})) axes.push_back(axis_in(a, x.rank(), c.node));
+  const NDArray mean = x.mean(axes, true);
+  const NDArray variance = x.mul(x).mean(axes, true).sub(mean.mul(mean));
+  c.outputs.push_back(x.sub(mean).div(variance.sqrt().add(1e-9)));
+}
+
+// Local response normalisation across channels (axis 1):
+// y = x / (bias + alpha / size · Σ x²)^beta, the sum over the `size` channels
+// from c - ⌊(size-1)/2⌋ to c + ⌈(size-1)/2⌉, zeros past the ends.
+void run_lrn(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const std::int64_t size = c.node.i("size", 0);
+  if (size < 1 || x.rank() < 3)
+    throw InvalidArgument(fmt::format("onnx: {}: LRN needs size >= 1 (it is {}) and an [N, C, ...] input, not {}",
+                                      c.node.label(), size, x.shape().to_string()));
+  const std::int64_t channels = x.shape()[1];
+  const NDArray padded = pad_constant(c, x.mul(x), 1, (size - 1) / 2, size / 2, 0.0);
+  NDArray sum;
+  for (std::int64_t k = 0; k < size; ++k) {
+    const NDArray window = padded.get(NDIndex().add_all().add_slice(k, k + channels));
+    sum = sum.defined() ? sum.add(window) : window;
+  }
+  const double alpha = c.node.f("alpha", 1e-4f), beta = c.node.f("beta", 0.75f), bias = c.node.f("bias", 1.0f);
+  c.outputs.push_back(x.div(sum.mul(alpha / double(size)).add(bias).pow(beta)));
 }
 
 void run_depth_to_space(RunContext& c) {
@@ -207,6 +321,11 @@ void add_more_kernels(KernelTable& t) {
   t.add("CumSum", {run_cumsum, floats_only});
   t.add("GatherElements", {run_gather_elements});
   t.add("InstanceNormalization", {run_instance_norm, floats_only});
+  t.add("MeanVarianceNormalization", {run_mean_variance_normalization, floats_only});
+  t.add("LRN", {run_lrn, floats_only});
+  t.add("NonZero", {run_nonzero});
+  t.add("Compress", {run_compress, nullptr, 1, false, 9});
+  t.add("TopK", {run_top_k, numeric_data, 2});
   t.add("DepthToSpace", {run_depth_to_space});
   t.add("SpaceToDepth", {run_space_to_depth});
 }

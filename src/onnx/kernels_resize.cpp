@@ -1,10 +1,11 @@
-// Resize (opset 11 and later) as ONNX's reference computes it, one axis at a
+// Resize (opset 11 and later) and Upsample (before it) as ONNX's reference computes them, one axis at a
 // time: each output position along an axis is a weighted sum of a few input
 // positions (one for nearest, two for linear, four for cubic), so an axis is
 // a few gathers along it times per-position weights, summed. The gathers and
 // products are ndgc ops: a floating input has a gradient. Coordinates follow
 // coordinate_transformation_mode; positions past the edge take the edge's
 // value (or, with tf_crop_and_resize, extrapolation_value).
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -112,6 +113,21 @@ NDArray resize_axis(const RunContext& c, const NDArray& x, int axis, const AxisP
   return y;
 }
 
+// x resized to `sizes` by `scales` along each axis that changes.
+NDArray resize_axes(const RunContext& c, const NDArray& x, const Mode& m, const std::vector<double>& scales,
+                    const std::vector<std::int64_t>& sizes, const std::vector<double>& roi) {
+  const int rank = x.rank();
+  NDArray y = x;
+  for (int k = 0; k < rank; ++k) {
+    const std::int64_t in = x.shape()[k];
+    if (sizes[std::size_t(k)] == in && scales[std::size_t(k)] == 1.0 && m.coordinates != "tf_crop_and_resize") continue;
+    const AxisPlan p = plan_axis(m, in, sizes[std::size_t(k)], scales[std::size_t(k)], roi[std::size_t(k)],
+                                 roi[std::size_t(k + rank)]);
+    y = resize_axis(c, y, k, p, m.extrapolation);
+  }
+  return y;
+}
+
 void run_resize(RunContext& c) {
   const NDArray& x = c.in(0);
   const int rank = x.rank();
@@ -141,15 +157,41 @@ void run_resize(RunContext& c) {
   std::vector<double> roi(std::size_t(2 * rank), 0.0);
   if (m.coordinates == "tf_crop_and_resize" && c.has(1) && c.in(1).size() == 2 * rank)
     c.in(1).copy_to(roi.data(), DataType::float64, roi.size());
-  NDArray y = x;
-  for (int k = 0; k < rank; ++k) {
-    const std::int64_t in = x.shape()[k];
-    if (sizes[std::size_t(k)] == in && scales[std::size_t(k)] == 1.0 && m.coordinates != "tf_crop_and_resize") continue;
-    const AxisPlan p = plan_axis(m, in, sizes[std::size_t(k)], scales[std::size_t(k)], roi[std::size_t(k)],
-                                 roi[std::size_t(k + rank)]);
-    y = resize_axis(c, y, k, p, m.extrapolation);
+  c.outputs.push_back(resize_axes(c, x, m, scales, sizes, roi));
+}
+
+// Upsample (opsets 7 and 9; Resize replaced it in 10): nearest, output[i] =
+// input[floor(i / scale)] along each axis, which is Resize's asymmetric
+// coordinates with nearest_mode floor. Its scales are an attribute (opset 7)
+// or input 1 (opset 9).
+void run_upsample(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const int rank = x.rank();
+  std::vector<double> scales(std::size_t(rank), 1.0);
+  if (c.opset < 9) {
+    const std::vector<float> s = c.node.floats("scales");
+    if (int(s.size()) != rank)
+      throw InvalidArgument(fmt::format("onnx: {}: {} scales for rank {}", c.node.label(), s.size(), rank));
+    std::copy(s.begin(), s.end(), scales.begin());
+  } else {
+    if (!c.has(1) || c.in(1).size() != rank)
+      throw InvalidArgument(fmt::format("onnx: {}: needs {} scales", c.node.label(), rank));
+    c.in(1).copy_to(scales.data(), DataType::float64, scales.size());
   }
-  c.outputs.push_back(y);
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(rank));
+  for (int k = 0; k < rank; ++k) {
+    if (!(scales[std::size_t(k)] >= 1))
+      throw InvalidArgument(fmt::format("onnx: {}: scale {} is below 1", c.node.label(), scales[std::size_t(k)]));
+    sizes[std::size_t(k)] = std::int64_t(std::floor(double(x.shape()[k]) * scales[std::size_t(k)]));
+  }
+  const Mode m{"nearest", "asymmetric", "floor", -0.75, false, 0.0};
+  c.outputs.push_back(resize_axes(c, x, m, scales, sizes, std::vector<double>(std::size_t(2 * rank), 0.0)));
+}
+
+std::string upsample_check(const CheckContext& c) {
+  const std::string mode = c.node.s("mode", "nearest");
+  if (mode != "nearest") return fmt::format("Upsample mode '{}' is not supported; ndgc runs 'nearest'", mode);
+  return "";
 }
 
 std::string resize_check(const CheckContext& c) {
@@ -167,6 +209,9 @@ std::string resize_check(const CheckContext& c) {
 
 }  // namespace
 
-void add_resize_kernels(KernelTable& t) { t.add("Resize", {run_resize, resize_check}); }
+void add_resize_kernels(KernelTable& t) {
+  t.add("Resize", {run_resize, resize_check});
+  t.add("Upsample", {run_upsample, upsample_check, 1, false, 7});
+}
 
 }  // namespace ndgc::onnx::detail

@@ -1,0 +1,116 @@
+// Kernels the conformance suite checks only forward, or only on valid input:
+// TopK's gradient and ties, Celu, LRN and MeanVarianceNormalization passing
+// gradients back, and the errors of TopK, Compress, LRN and Upsample naming
+// the node and what is wrong.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include <ndgc/ndgc.hpp>
+#include <ndgc/onnx.hpp>
+
+#include "graph_builder.hpp"
+
+namespace ndgc {
+namespace {
+
+using test::GraphBuilder;
+
+// The graph's one output for x, with x's gradient of its sum.
+NDArray forward_with_gradient(onnx::Imported& net, NDArray& x) {
+  x.set_requires_gradient(true);
+  GradientCollector collector;
+  NDArray y = net.model.block().forward(NDList{x}, true).head();
+  collector.backward(y.sum());
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("onnx TopK: the k largest, ties to the lower position, and the gradient on the chosen elements") {
+  test::TempFolder dir("topk");
+  GraphBuilder g;
+  g.input("x", {2, 4}).output("values", {2, 2}).output("indices", {2, 2}, ::onnx::TensorProto::INT64);
+  g.ints("k", {1}, {2});
+  auto& n = g.node("TopK", {"x", "k"}, {"values", "indices"}, "top2");
+  GraphBuilder::attr(n, "axis", std::int64_t{1});
+  onnx::Imported net = onnx::load(g.write(dir / "topk.onnx"), "topk");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.create<float>({1, 5, 5, 2, -1, -3, 0, -2}, Shape{2, 4});
+  const NDArray y = forward_with_gradient(net, x);
+  CHECK(y.to_vector<float>() == std::vector<float>{5, 5, 0, -1});
+  const NDArray indices = net.model.block().forward(NDList{x}, false)[1];
+  CHECK(indices.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 2, 2, 0});
+  CHECK(x.gradient().to_vector<float>() == std::vector<float>{0, 1, 1, 0, 1, 0, 1, 0});
+}
+
+TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
+  for (const char* op : {"Celu", "LRN", "MeanVarianceNormalization"}) {
+    CAPTURE(op);
+    test::TempFolder dir("grad");
+    GraphBuilder g;
+    g.input("x", {1, 3, 2, 2}).output("y", {1, 3, 2, 2});
+    auto& n = g.node(op, {"x"}, {"y"}, "op");
+    if (std::string(op) == "LRN") GraphBuilder::attr(n, "size", std::int64_t{3});
+    onnx::Imported net = onnx::load(g.write(dir / "op.onnx"), "op");
+    NDManager batch = NDManager::new_base_manager("batch");
+    NDArray x = batch.arange(-5.0, 7.0).reshape({1, 3, 2, 2}).mul(0.3);
+    forward_with_gradient(net, x);
+    const std::vector<float> grad = x.gradient().to_vector<float>();
+    bool finite = true, nonzero = false;
+    for (float v : grad) finite = finite && std::isfinite(v), nonzero = nonzero || v != 0;
+    CHECK(finite);
+    CHECK(nonzero);
+  }
+}
+
+TEST_CASE("onnx: TopK's k past the axis and Compress's condition past the axis are errors naming the node") {
+  test::TempFolder dir("bad");
+  NDManager batch = NDManager::new_base_manager("batch");
+  {
+    GraphBuilder g;
+    g.input("x", {2, 4}).output("values", {2, -1});
+    g.ints("k", {1}, {5});
+    g.node("TopK", {"x", "k"}, {"values", "indices"}, "too_many");
+    onnx::Imported net = onnx::load(g.write(dir / "topk.onnx"), "topk");
+    CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros({2, 4})}, false),
+                         doctest::Contains("'too_many': k 5 for an axis of 4"), InvalidArgument);
+  }
+  {
+    GraphBuilder g(11);
+    g.input("x", {2, 2}).input("keep", {3}, ::onnx::TensorProto::BOOL).output("y", {-1, 2});
+    auto& n = g.node("Compress", {"x", "keep"}, {"y"}, "rows");
+    GraphBuilder::attr(n, "axis", std::int64_t{0});
+    onnx::Imported net = onnx::load(g.write(dir / "compress.onnx"), "compress");
+    const NDArray keep = batch.create<float>({1, 0, 1}, Shape{3}).gt(0.5);
+    CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros({2, 2}), keep}, false),
+                         doctest::Contains("'rows': a condition of 3 for an axis of 2"), InvalidArgument);
+  }
+}
+
+TEST_CASE("onnx: LRN of size 0, and Upsample's linear mode, are refused naming the node") {
+  test::TempFolder dir("refused");
+  {
+    GraphBuilder g;
+    g.input("x", {1, 3, 2, 2}).output("y", {1, 3, 2, 2});
+    GraphBuilder::attr(g.node("LRN", {"x"}, {"y"}, "no_size"), "size", std::int64_t{0});
+    onnx::Imported net = onnx::load(g.write(dir / "lrn.onnx"), "lrn");
+    NDManager batch = NDManager::new_base_manager("batch");
+    CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros({1, 3, 2, 2})}, false),
+                         doctest::Contains("'no_size': LRN needs size >= 1 (it is 0)"), InvalidArgument);
+  }
+  {
+    GraphBuilder g(9);
+    g.input("x", {1, 1, 2, 2}).output("y", {1, 1, 4, 4});
+    g.floats("scales", {4}, {1, 1, 2, 2});
+    auto& n = g.node("Upsample", {"x", "scales"}, {"y"}, "smooth");
+    auto* mode = n.add_attribute();
+    mode->set_name("mode");
+    mode->set_type(::onnx::AttributeProto::STRING);
+    mode->set_s("linear");
+    CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "upsample.onnx"), "upsample"),
+                         doctest::Contains("Upsample mode 'linear' is not supported"), InvalidArgument);
+  }
+}
+
+}  // namespace ndgc
