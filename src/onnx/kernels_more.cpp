@@ -230,7 +230,10 @@ void run_compress(RunContext& c) {
 void run_top_k(RunContext& c) {
   const NDArray& x = c.in(0);
   const int axis = axis_in(c.node.i("axis", -1), x.rank(), c.node);
-  const std::int64_t k = c.opset < 10 ? c.node.i("k", 0) : read_ints(c.in(1)).at(0);
+  const std::vector<std::int64_t> ks = c.opset < 10 ? std::vector<std::int64_t>{c.node.i("k", 0)} : read_ints(c.in(1));
+  if (ks.size() != 1)
+    throw InvalidArgument(fmt::format("onnx: {}: K holds {} values; it must hold one", c.node.label(), ks.size()));
+  const std::int64_t k = ks[0];
   const std::int64_t n = x.shape()[axis];
   if (k < 0 || k > n)
     throw InvalidArgument(fmt::format("onnx: {}: k {} for an axis of {}", c.node.label(), k, n));

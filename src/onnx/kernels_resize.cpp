@@ -113,6 +113,15 @@ NDArray resize_axis(const RunContext& c, const NDArray& x, int axis, const AxisP
   return y;
 }
 
+// ⌊length · scale⌋; InvalidArgument when no array could be that long (the
+// cast of a larger double to int64 would be undefined).
+std::int64_t scaled_length(const RunContext& c, std::int64_t length, double scale) {
+  const double scaled = std::floor(double(length) * scale);
+  if (!(scaled <= double(std::int64_t(1) << 48)))
+    throw InvalidArgument(fmt::format("onnx: {}: scale {} makes an axis of {} elements", c.node.label(), scale, scaled));
+  return std::int64_t(scaled);
+}
+
 // x resized to `sizes` by `scales` along each axis that changes.
 NDArray resize_axes(const RunContext& c, const NDArray& x, const Mode& m, const std::vector<double>& scales,
                     const std::vector<std::int64_t>& sizes, const std::vector<double>& roi) {
@@ -151,7 +160,7 @@ void run_resize(RunContext& c) {
     for (int k = 0; k < rank; ++k) {
       if (!(s[std::size_t(k)] > 0)) throw InvalidArgument(fmt::format("onnx: {}: scale {} is not positive", c.node.label(), s[std::size_t(k)]));
       scales[std::size_t(k)] = s[std::size_t(k)];
-      sizes[std::size_t(k)] = std::int64_t(std::floor(double(x.shape()[k]) * s[std::size_t(k)]));
+      sizes[std::size_t(k)] = scaled_length(c, x.shape()[k], s[std::size_t(k)]);
     }
   }
   std::vector<double> roi(std::size_t(2 * rank), 0.0);
@@ -182,7 +191,7 @@ void run_upsample(RunContext& c) {
   for (int k = 0; k < rank; ++k) {
     if (!(scales[std::size_t(k)] >= 1))
       throw InvalidArgument(fmt::format("onnx: {}: scale {} is below 1", c.node.label(), scales[std::size_t(k)]));
-    sizes[std::size_t(k)] = std::int64_t(std::floor(double(x.shape()[k]) * scales[std::size_t(k)]));
+    sizes[std::size_t(k)] = scaled_length(c, x.shape()[k], scales[std::size_t(k)]);
   }
   const Mode m{"nearest", "asymmetric", "floor", -0.75, false, 0.0};
   c.outputs.push_back(resize_axes(c, x, m, scales, sizes, std::vector<double>(std::size_t(2 * rank), 0.0)));

@@ -88,6 +88,29 @@ TEST_CASE("onnx: TopK's k past the axis and Compress's condition past the axis a
   }
 }
 
+TEST_CASE("onnx: a K of two values, and a scale past any array's length, are errors naming the node") {
+  test::TempFolder dir("bad_args");
+  NDManager batch = NDManager::new_base_manager("batch");
+  {
+    GraphBuilder g;
+    g.input("x", {2, 4}).output("values", {2, -1});
+    g.ints("k", {2}, {1, 2});
+    g.node("TopK", {"x", "k"}, {"values", "indices"}, "two_ks");
+    onnx::Imported net = onnx::load(g.write(dir / "topk.onnx"), "topk");
+    CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros({2, 4})}, false),
+                         doctest::Contains("'two_ks': K holds 2 values"), InvalidArgument);
+  }
+  {
+    GraphBuilder g(9);
+    g.input("x", {1, 1, 2, 2}).output("y", {1, 1, -1, -1});
+    g.floats("scales", {4}, {1, 1, 1e30f, 2});
+    g.node("Upsample", {"x", "scales"}, {"y"}, "huge");
+    onnx::Imported net = onnx::load(g.write(dir / "upsample.onnx"), "upsample");
+    CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros({1, 1, 2, 2})}, false),
+                         doctest::Contains("'huge': scale 1.0000000150474662e+30 makes an axis of"), InvalidArgument);
+  }
+}
+
 TEST_CASE("onnx: LRN of size 0, and Upsample's linear mode, are refused naming the node") {
   test::TempFolder dir("refused");
   {
