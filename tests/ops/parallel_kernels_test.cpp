@@ -124,19 +124,25 @@ TEST_CASE("reductions: fixed chunks give the same bits at every thread count") {
                1e-3);
 }
 
-TEST_CASE("matrix products: fixed output blocks give the same bits at every thread count") {
+TEST_CASE("matrix products: fixed output tiles give the same bits at every thread count") {
+  // 1040 x 1100 is cut 4 x 4 (both sides past 1024), with ragged last tiles;
+  // the others into row or column blocks (Note [Products by fixed tiles]).
   check_same_bits([](ManagerRef m) {
     NDArray x = values_like(m, {512, 300}), w = values_like(m, {300, 700});
     NDArray tall = values_like(m, {700, 64}), narrow = values_like(m, {64, 129});
     NDArray batched = values_like(m, {6, 100, 80}), right = values_like(m, {6, 80, 90});
+    NDArray wide = values_like(m, {1040, 8}), wider = values_like(m, {8, 1100});
     return std::vector<NDArray>{x.matmul(w), tall.matmul(narrow), batched.matmul(right),
                                 w.transpose().matmul(x.transpose()), x.to_type(DataType::float64).matmul(
-                                                                         w.to_type(DataType::float64))};
+                                                                         w.to_type(DataType::float64)),
+                                wide.matmul(wider)};
   });
   Threads keep(3);
   NDManager m = fresh();
   NDArray x = values_like(m, {512, 300}), w = values_like(m, {300, 700});
   check_values(x.matmul(w), ref_matmul(values(x), values(w), 512, 300, 700), 1e-4);
+  NDArray wide = values_like(m, {1040, 8}), wider = values_like(m, {8, 1100});
+  check_values(wide.matmul(wider), ref_matmul(values(wide), values(wider), 1040, 8, 1100), 1e-4);
 }
 
 TEST_CASE("a training step (matmul_add, cross-entropy, Adam, gather) is the same bits at every thread count") {

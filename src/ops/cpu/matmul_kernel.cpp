@@ -42,37 +42,52 @@ void with_matrix(const T* data, std::int64_t rows, std::int64_t cols, std::int64
   }
 }
 
-// Note [Products by fixed blocks]
-// A product of at least kSplitWork multiply-adds is cut into blocks of the
-// larger output dimension, up to 16 of them, each one Eigen GEMM on its rows
-// (or columns) of the output; the pool runs the blocks. The cut depends on
-// m, n and k alone, never on the thread count, so every output element goes
-// through the same kernel path (full register tile or remainder) and the
-// same k-blocking at every thread count: the same bits. Each block repacks
-// the shared operand, which costs k·n (or m·k) against the block's
-// (m/16)·k·n multiply-adds.
+// Note [Products by fixed tiles]
+// A product of at least kSplitWork multiply-adds is cut into tiles of the
+// output, up to 16 of them, each one Eigen GEMM of its rows of A and its
+// columns of B; the pool runs the tiles. The cut depends on m, n and k alone,
+// never on the thread count, so every output element goes through the same
+// kernel path (full register tile or remainder) and the same k-blocking at
+// every thread count: the same bits.
+// - Usually the larger output dimension is cut into up to 16 blocks of at
+//   least 64. Each block packs the whole shared operand again: k·n (or m·k)
+//   against the block's (m/16)·k·n multiply-adds.
+// - When both output dimensions are at least kSquareSide, that repacking
+//   streams a large operand from memory 16 times (at 2048³, 16 MB each
+//   time), so the output is cut 4 × 4 instead, and each tile packs a quarter
+//   of each operand. At 2048³ on one core this took ndgc from 0.80-0.91× of
+//   one unsplit Eigen GEMM to 0.98-1.01× (perf/RESULTS.md, issue 40). Squarer
+//   tiles for the other shapes measured no better, and some worse.
 constexpr std::int64_t kSplitWork = std::int64_t(1) << 22;
+constexpr std::int64_t kMinSide = 64, kSquareSide = 1024;
 
-struct Blocks {
-  bool by_rows = true;
-  std::int64_t size = 0, count = 1;
+struct Tiles {
+  std::int64_t rows, cols;            // of a tile; the last of each axis may be shorter
+  std::int64_t down = 1, across = 1;  // tiles along m and along n
+  std::int64_t count() const { return down * across; }
 };
 
-Blocks blocks_of(std::int64_t m, std::int64_t n, std::int64_t k) {
-  Blocks b;
-  const std::int64_t dim = std::max(m, n);
-  b.by_rows = m >= n;
-  b.size = dim;
-  if (m * n * k < kSplitWork || dim < 128) return b;
-  b.size = std::max<std::int64_t>(64, ((dim + 15) / 16 + 15) / 16 * 16);
-  b.count = (dim + b.size - 1) / b.size;
-  return b;
+// ⌈length / parts⌉ rounded up to a multiple of 16 (whole register tiles).
+std::int64_t tile_side(std::int64_t length, std::int64_t parts) { return ((length + parts - 1) / parts + 15) / 16 * 16; }
+
+Tiles tiles_of(std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (m * n * k < kSplitWork || std::max(m, n) < 2 * kMinSide) return {m, n};
+  if (std::min(m, n) >= kSquareSide) {
+    const std::int64_t rows = tile_side(m, 4), cols = tile_side(n, 4);
+    return {rows, cols, (m + rows - 1) / rows, (n + cols - 1) / cols};
+  }
+  if (m >= n) {
+    const std::int64_t rows = std::max(kMinSide, tile_side(m, 16));
+    return {rows, n, (m + rows - 1) / rows, 1};
+  }
+  const std::int64_t cols = std::max(kMinSide, tile_side(n, 16));
+  return {m, cols, 1, (n + cols - 1) / cols};
 }
 
-// o (+)= am × bm, block by block (Note [Products by fixed blocks]). An
-// unsplit product is the one row block [0, m), so each operand layout
-// instantiates Eigen's GEMM twice (row and column blocks), not three times.
-// Integer products (rare, and exact whatever the split) are not split.
+// o (+)= am × bm, tile by tile (Note [Products by fixed tiles]). An unsplit
+// product is the one tile [0, m) × [0, n), so each operand layout
+// instantiates Eigen's GEMM once. Integer products (rare, and exact whatever
+// the split) are not split.
 template <bool Accumulate, class O, class A, class B>
 void product(O& o, const A& am, const B& bm) {
   using T = typename O::Scalar;
@@ -80,22 +95,20 @@ void product(O& o, const A& am, const B& bm) {
     if constexpr (Accumulate) o.noalias() += am * bm;
     else o.noalias() = am * bm;
   } else {
-    const Blocks b = blocks_of(am.rows(), bm.cols(), am.cols());
-    auto rows = [&](std::int64_t lo, std::int64_t hi) {
-      if constexpr (Accumulate) o.middleRows(lo, hi - lo).noalias() += am.middleRows(lo, hi - lo) * bm;
-      else o.middleRows(lo, hi - lo).noalias() = am.middleRows(lo, hi - lo) * bm;
+    const std::int64_t m = am.rows(), n = bm.cols();
+    const Tiles t = tiles_of(m, n, am.cols());
+    auto tile = [&](std::int64_t i) {
+      const std::int64_t r0 = i / t.across * t.rows, c0 = i % t.across * t.cols;
+      const std::int64_t rows = std::min(t.rows, m - r0), cols = std::min(t.cols, n - c0);
+      auto out = o.block(r0, c0, rows, cols);
+      if constexpr (Accumulate) out.noalias() += am.middleRows(r0, rows) * bm.middleCols(c0, cols);
+      else out.noalias() = am.middleRows(r0, rows) * bm.middleCols(c0, cols);
     };
-    auto cols = [&](std::int64_t lo, std::int64_t hi) {
-      if constexpr (Accumulate) o.middleCols(lo, hi - lo).noalias() += am * bm.middleCols(lo, hi - lo);
-      else o.middleCols(lo, hi - lo).noalias() = am * bm.middleCols(lo, hi - lo);
-    };
-    if (b.count == 1) {
-      rows(0, am.rows());
-    } else if (b.by_rows) {
-      support::parallel_chunks(am.rows(), b.size, [&](std::int64_t, std::int64_t lo, std::int64_t hi) { rows(lo, hi); });
-    } else {
-      support::parallel_chunks(bm.cols(), b.size, [&](std::int64_t, std::int64_t lo, std::int64_t hi) { cols(lo, hi); });
+    if (t.count() == 1) {
+      tile(0);
+      return;
     }
+    support::parallel_chunks(t.count(), 1, [&](std::int64_t i, std::int64_t, std::int64_t) { tile(i); });
   }
 }
 
