@@ -143,6 +143,46 @@ NDArray gather_elements(const RunContext& c, const NDArray& cut, const std::vect
   return cut.dtype() == DataType::int64 ? r : r.to_type(cut.dtype());
 }
 
+// GatherND: the slices of data that the last axis of `indices` addresses,
+// after `batch_dims` leading axes they share. The positions are found on the
+// host; the slices are one gather of data seen as [B·N, rest] (B the batch
+// axes' product, N the addressed axes'), so floating data keeps its gradient.
+void run_gather_nd(RunContext& c) {
+  const NDArray& data = c.in(0);
+  const Shape ds = data.shape(), is = c.in(1).shape();
+  const std::int64_t b = c.node.i("batch_dims", 0);
+  const std::int64_t q = is.rank() > 0 ? is[is.rank() - 1] : 0;
+  if (is.rank() < 1 || b < 0 || b >= is.rank() || b + q > ds.rank() || q < 1)
+    throw ShapeMismatch(fmt::format("onnx: {}: indices {} with batch_dims {} do not address data {}", c.node.label(),
+                                    is.to_string(), b, ds.to_string()));
+  std::int64_t batches = 1, addressed = 1;
+  for (int k = 0; k < b; ++k) {
+    if (is[k] != ds[k])
+      throw ShapeMismatch(fmt::format("onnx: {}: indices {} and data {} differ on batch axis {}", c.node.label(),
+                                      is.to_string(), ds.to_string(), k));
+    batches *= ds[k];
+  }
+  for (std::int64_t k = b; k < b + q; ++k) addressed *= ds[int(k)];
+  const std::vector<std::int64_t> idx = read_ints(c.in(1));
+  const auto tuples = std::int64_t(idx.size()) / q, per_batch = batches > 0 ? tuples / batches : 0;
+  std::vector<std::int64_t> at(static_cast<std::size_t>(tuples));
+  for (std::int64_t t = 0; t < tuples; ++t) {
+    std::int64_t flat = 0;
+    for (std::int64_t j = 0; j < q; ++j) {
+      const std::int64_t n = ds[int(b + j)];
+      std::int64_t i = idx[std::size_t(t * q + j)];
+      if (i < -n || i >= n)
+        throw InvalidArgument(fmt::format("onnx: {}: index {} is out of range for axis {} of length {}", c.node.label(),
+                                          i, b + j, n));
+      flat = flat * n + (i < 0 ? i + n : i);
+    }
+    at[std::size_t(t)] = t / per_batch * addressed + flat;
+  }
+  std::vector<std::int64_t> rows{batches * addressed}, out_dims(is.begin(), is.end() - 1);
+  for (int k = int(b + q); k < ds.rank(); ++k) rows.push_back(ds[k]);
+  c.outputs.push_back(gather_along(c, data.reshape(to_shape(rows)), at, to_shape(out_dims), 0));
+}
+
 void run_gather_elements(RunContext& c) {
   const NDArray& data = c.in(0);
   const int axis = axis_in(c.node.i("axis", 0), data.rank(), c.node);
@@ -323,6 +363,7 @@ void add_more_kernels(KernelTable& t) {
   t.add("EyeLike", {run_eye_like, eye_like_check});
   t.add("CumSum", {run_cumsum, floats_only});
   t.add("GatherElements", {run_gather_elements});
+  t.add("GatherND", {run_gather_nd, nullptr, 1, false, 11});
   t.add("InstanceNormalization", {run_instance_norm, floats_only});
   t.add("MeanVarianceNormalization", {run_mean_variance_normalization, floats_only});
   t.add("LRN", {run_lrn, floats_only});

@@ -1,7 +1,7 @@
 // Kernels the conformance suite checks only forward, or only on valid input:
-// TopK's gradient and ties, Celu, LRN and MeanVarianceNormalization passing
+// TopK's and GatherND's gradients, TopK's ties, Celu, LRN and MeanVarianceNormalization passing
 // gradients back, and the errors of TopK, Compress, LRN and Upsample naming
-// the node and what is wrong.
+// the node and what is wrong (and GatherND's).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -42,6 +42,33 @@ TEST_CASE("onnx TopK: the k largest, ties to the lower position, and the gradien
   const NDArray indices = net.model.block().forward(NDList{x}, false)[1];
   CHECK(indices.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 2, 2, 0});
   CHECK(x.gradient().to_vector<float>() == std::vector<float>{0, 1, 1, 0, 1, 0, 1, 0});
+}
+
+TEST_CASE("onnx GatherND: rows by index pairs after a batch axis, with the gradient on the rows taken") {
+  test::TempFolder dir("gathernd");
+  GraphBuilder g;
+  g.input("x", {2, 2, 3}).output("y", {2, 3});
+  g.ints("at", {2, 1}, {1, 0});  // batch 0 takes its row 1, batch 1 its row 0
+  auto& n = g.node("GatherND", {"x", "at"}, {"y"}, "rows");
+  GraphBuilder::attr(n, "batch_dims", std::int64_t{1});
+  onnx::Imported net = onnx::load(g.write(dir / "gathernd.onnx"), "gathernd");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.arange(0.0, 12.0).reshape({2, 2, 3});
+  const NDArray y = forward_with_gradient(net, x);
+  CHECK(y.to_vector<float>() == std::vector<float>{3, 4, 5, 6, 7, 8});
+  CHECK(x.gradient().to_vector<float>() == std::vector<float>{0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0});
+}
+
+TEST_CASE("onnx GatherND: an index past its axis is an error naming the node and the axis") {
+  test::TempFolder dir("gathernd_bad");
+  GraphBuilder g;
+  g.input("x", {2, 3}).output("y", {1});
+  g.ints("at", {1, 2}, {1, 3});
+  g.node("GatherND", {"x", "at"}, {"y"}, "past");
+  onnx::Imported net = onnx::load(g.write(dir / "gathernd.onnx"), "gathernd");
+  NDManager batch = NDManager::new_base_manager("batch");
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros({2, 3})}, false),
+                       doctest::Contains("'past': index 3 is out of range for axis 1 of length 3"), InvalidArgument);
 }
 
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
