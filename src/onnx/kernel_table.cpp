@@ -22,6 +22,7 @@ const KernelTable& table() {
     add_more_kernels(t);
     add_conv_transpose_kernels(t);
     add_resize_kernels(t);
+    add_scatter_kernels(t);
     return t;
   }();
   return built;

@@ -1,5 +1,5 @@
 // Kernels the conformance suite checks only forward, or only on valid input:
-// TopK's and GatherND's gradients, TopK's ties, Celu, LRN and MeanVarianceNormalization passing
+// TopK's, GatherND's and the scatters' gradients, TopK's ties, Celu, LRN and MeanVarianceNormalization passing
 // gradients back, and the errors of TopK, Compress, LRN and Upsample naming
 // the node and what is wrong (and GatherND's).
 #include <doctest/doctest.h>
@@ -69,6 +69,70 @@ TEST_CASE("onnx GatherND: an index past its axis is an error naming the node and
   NDManager batch = NDManager::new_base_manager("batch");
   CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros({2, 3})}, false),
                        doctest::Contains("'past': index 3 is out of range for axis 1 of length 3"), InvalidArgument);
+}
+
+TEST_CASE("onnx ScatterElements and ScatterND: the updates land, and data and updates get their gradients") {
+  test::TempFolder dir("scatter");
+  NDManager batch = NDManager::new_base_manager("batch");
+  for (const char* op : {"ScatterElements", "ScatterND"}) {
+    CAPTURE(op);
+    const bool nd = std::string(op) == "ScatterND";
+    GraphBuilder g;
+    g.input("x", {2, 3}).input("u", nd ? std::vector<std::int64_t>{1, 3} : std::vector<std::int64_t>{1, 2})
+        .output("y", {2, 3});
+    // ScatterElements: row 0 of the updates to rows [1, 0] of columns 0 and 1; ScatterND: all of row 1.
+    if (nd) g.ints("at", {1, 1}, {1});
+    else g.ints("at", {1, 2}, {1, 0});
+    g.node(op, {"x", "at", "u"}, {"y"}, "put");
+    onnx::Imported net = onnx::load(g.write(dir / "scatter.onnx"), "scatter");
+    NDArray x = batch.arange(0.0, 6.0).reshape({2, 3});
+    NDArray u = batch.create<float>(nd ? std::vector<float>{10, 20, 30} : std::vector<float>{10, 20},
+                                    nd ? Shape{1, 3} : Shape{1, 2});
+    x.set_requires_gradient(true);
+    u.set_requires_gradient(true);
+    NDArray y;
+    {
+      GradientCollector collector;
+      y = net.model.block().forward(NDList{x, u}, true).head();
+      collector.backward(y.mul(batch.arange(1.0, 7.0).reshape({2, 3})).sum());
+    }
+    if (nd) {
+      CHECK(y.to_vector<float>() == std::vector<float>{0, 1, 2, 10, 20, 30});
+      CHECK(x.gradient().to_vector<float>() == std::vector<float>{1, 2, 3, 0, 0, 0});
+      CHECK(u.gradient().to_vector<float>() == std::vector<float>{4, 5, 6});
+    } else {
+      CHECK(y.to_vector<float>() == std::vector<float>{0, 20, 2, 10, 4, 5});
+      CHECK(x.gradient().to_vector<float>() == std::vector<float>{1, 0, 3, 0, 5, 6});
+      CHECK(u.gradient().to_vector<float>() == std::vector<float>{4, 2});
+    }
+  }
+}
+
+TEST_CASE("onnx scatters: two updates for one position under 'none' are an error; 'mul' is refused at load") {
+  test::TempFolder dir("scatter_bad");
+  NDManager batch = NDManager::new_base_manager("batch");
+  {
+    GraphBuilder g;
+    g.input("x", {3}).input("u", {2}).output("y", {3});
+    g.ints("at", {2}, {1, 1});
+    GraphBuilder::attr(g.node("ScatterElements", {"x", "at", "u"}, {"y"}, "twice"), "axis", std::int64_t{0});
+    onnx::Imported net = onnx::load(g.write(dir / "twice.onnx"), "twice");
+    CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros({3}), batch.ones({2})}, false),
+                         doctest::Contains("'twice': two updates for position 1 with reduction 'none'"),
+                         InvalidArgument);
+  }
+  {
+    GraphBuilder g(16);
+    g.input("x", {3}).input("u", {1}).output("y", {3});
+    g.ints("at", {1, 1}, {0});
+    auto& n = g.node("ScatterND", {"x", "at", "u"}, {"y"}, "product");
+    auto* reduction = n.add_attribute();
+    reduction->set_name("reduction");
+    reduction->set_type(::onnx::AttributeProto::STRING);
+    reduction->set_s("mul");
+    CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "mul.onnx"), "mul"),
+                         doctest::Contains("reduction 'mul' is not supported"), InvalidArgument);
+  }
 }
 
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {

@@ -1,0 +1,162 @@
+// The scatters: ScatterElements, Scatter (its opset 9-10 name) and ScatterND.
+// Where each update goes is found on the host. Floating data is then
+// composed of ndgc ops, so data and updates keep their gradients:
+//   - the updates are spread by a one-hot product: for ScatterElements one-hot
+//     over the scattered axis (as GatherElements gathers, memory of updates ×
+//     axis length), for ScatterND over the addressed rows (updates × rows),
+//     then summed to the output's positions;
+//   - the count of updates at each position is the same product of ones;
+//   - reduction "none" takes the update where one arrived and the data
+//     elsewhere, "add" adds them.
+// Integer data is scattered on the host. Reduction "mul" (and opset 18's
+// "max" and "min") is refused at load. Under "none" two updates for one
+// position have no defined result (ONNX leaves the order open), so that is
+// an InvalidArgument at forward rather than a silent choice.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "onnx/kernel_support.hpp"
+
+namespace ndgc::onnx::detail {
+namespace {
+
+bool adds(const RunContext& c) { return c.node.s("reduction", "none") == "add"; }
+
+// InvalidArgument when two updates under "none" go to one position.
+void check_distinct(const RunContext& c, std::vector<std::int64_t> positions) {
+  if (adds(c)) return;
+  std::sort(positions.begin(), positions.end());
+  const auto twice = std::adjacent_find(positions.begin(), positions.end());
+  if (twice != positions.end())
+    throw InvalidArgument(fmt::format("onnx: {}: two updates for position {} with reduction 'none', whose result "
+                                      "ONNX leaves undefined; use reduction 'add' or distinct indices",
+                                      c.node.label(), *twice));
+}
+
+// Host scatter of integer data: out[dest[u]] = (or +=) updates[u], over flat positions.
+NDArray scatter_on_host(const RunContext& c, const NDArray& data, const std::vector<std::int64_t>& dest,
+                        const NDArray& updates, std::int64_t row) {
+  std::vector<std::int64_t> out = read_ints(data.contiguous()), upd = read_ints(updates.contiguous());
+  for (std::size_t u = 0; u < dest.size(); ++u)
+    for (std::int64_t e = 0; e < row; ++e) {
+      std::int64_t& to = out[std::size_t(dest[u] * row + e)];
+      const std::int64_t v = upd[u * std::size_t(row) + std::size_t(e)];
+      to = adds(c) ? to + v : v;
+    }
+  NDArray r = make_ints(c, out, data.shape());
+  return data.dtype() == DataType::int64 ? r : r.to_type(data.dtype());
+}
+
+// The combination of data and the spread updates, given the count of updates per position.
+NDArray combine(const RunContext& c, const NDArray& data, const NDArray& spread, const NDArray& count) {
+  return adds(c) ? data.add(spread) : where(count.gt(0.0), spread, data);
+}
+
+// ScatterElements along `axis`: updates[i...] goes to data[i... with i[axis] = indices[i...]].
+void run_scatter_elements(RunContext& c) {
+  const NDArray& data = c.in(0);
+  const NDArray& updates = c.in(2);
+  const int axis = axis_in(c.node.i("axis", 0), data.rank(), c.node);
+  const Shape ds = data.shape(), is = c.in(1).shape();
+  if (is != updates.shape() || is.rank() != ds.rank())
+    throw ShapeMismatch(fmt::format("onnx: {}: indices {}, updates {} and data {} must share a rank, and indices "
+                                    "the updates' shape", c.node.label(), is.to_string(), updates.shape().to_string(),
+                                    ds.to_string()));
+  for (int k = 0; k < ds.rank(); ++k)
+    if (k != axis && is[k] > ds[k])
+      throw ShapeMismatch(fmt::format("onnx: {}: indices {} exceed data {} on axis {}", c.node.label(), is.to_string(),
+                                      ds.to_string(), k));
+  const std::int64_t n = ds[axis];
+  std::vector<std::int64_t> idx = read_ints(c.in(1)), dest(idx.size());
+  std::vector<std::int64_t> at(std::size_t(is.rank()), 0);
+  for (std::size_t e = 0; e < idx.size(); ++e) {
+    std::int64_t& i = idx[e];
+    if (i < -n || i >= n)
+      throw InvalidArgument(fmt::format("onnx: {}: index {} is out of range for axis {} of length {}", c.node.label(), i,
+                                        axis, n));
+    if (i < 0) i += n;
+    std::int64_t flat = 0;
+    for (int k = 0; k < is.rank(); ++k) flat = flat * ds[k] + (k == axis ? i : at[std::size_t(k)]);
+    dest[e] = flat;
+    for (int k = is.rank() - 1; k >= 0 && ++at[std::size_t(k)] == is[k]; --k) at[std::size_t(k)] = 0;
+  }
+  check_distinct(c, dest);
+  if (!is_floating(data.dtype())) {
+    c.outputs.push_back(scatter_on_host(c, data.reshape(Shape{data.size(), 1}), dest, updates, 1).reshape(ds));
+    return;
+  }
+  const int last = ds.rank();  // the one-hot axis of length n, after is's axes
+  const NDArray hot = make_ints(c, idx, is).one_hot(n, data.dtype());                       // is + [n]
+  NDArray spread = hot.mul(updates.expand_dims(last)).sum({axis});                         // is without axis + [n]
+  NDArray count = hot.sum({axis});
+  std::vector<int> order;  // the [n] axis back to `axis`
+  for (int k = 0; k < last - 1; ++k) order.push_back(k);
+  order.insert(order.begin() + axis, last - 1);
+  spread = spread.permute(order);
+  count = count.permute(order);
+  for (int k = 0; k < ds.rank(); ++k)  // indices may cover less than data on the other axes
+    if (k != axis && is[k] < ds[k]) {
+      spread = pad_constant(c, spread, k, 0, ds[k] - is[k], 0.0);
+      count = pad_constant(c, count, k, 0, ds[k] - is[k], 0.0);
+    }
+  c.outputs.push_back(combine(c, data, spread, count));
+}
+
+// ScatterND: the last axis of indices (length q) addresses a slice data[i0, ..., iq-1, ...].
+void run_scatter_nd(RunContext& c) {
+  const NDArray& data = c.in(0);
+  const NDArray& updates = c.in(2);
+  const Shape ds = data.shape(), is = c.in(1).shape(), us = updates.shape();
+  const std::int64_t q = is.rank() > 0 ? is[is.rank() - 1] : 0;
+  bool fits = is.rank() >= 1 && q >= 1 && q <= ds.rank() && us.rank() == is.rank() - 1 + ds.rank() - q;
+  for (int k = 0; fits && k < is.rank() - 1; ++k) fits = us[k] == is[k];
+  for (int k = int(q); fits && k < ds.rank(); ++k) fits = us[is.rank() - 1 + k - int(q)] == ds[k];
+  if (!fits)
+    throw ShapeMismatch(fmt::format("onnx: {}: indices {} and updates {} do not address data {}", c.node.label(),
+                                    is.to_string(), us.to_string(), ds.to_string()));
+  std::int64_t rows = 1, row = 1;
+  for (int k = 0; k < int(q); ++k) rows *= ds[k];
+  for (int k = int(q); k < ds.rank(); ++k) row *= ds[k];
+  const std::vector<std::int64_t> idx = read_ints(c.in(1));
+  std::vector<std::int64_t> dest(idx.size() / std::size_t(q));
+  for (std::size_t u = 0; u < dest.size(); ++u) {
+    std::int64_t flat = 0;
+    for (std::int64_t j = 0; j < q; ++j) {
+      const std::int64_t n = ds[int(j)], i = idx[u * std::size_t(q) + std::size_t(j)];
+      if (i < -n || i >= n)
+        throw InvalidArgument(fmt::format("onnx: {}: index {} is out of range for axis {} of length {}", c.node.label(),
+                                          i, j, n));
+      flat = flat * n + (i < 0 ? i + n : i);
+    }
+    dest[u] = flat;
+  }
+  check_distinct(c, dest);
+  const auto count_u = std::int64_t(dest.size());
+  if (!is_floating(data.dtype())) {
+    c.outputs.push_back(scatter_on_host(c, data, dest, updates, row));
+    return;
+  }
+  const NDArray hot = make_ints(c, dest, Shape{count_u}).one_hot(rows, data.dtype());  // [U, rows]
+  const NDArray spread = hot.transpose().matmul(updates.reshape(Shape{count_u, row}));    // [rows, row]
+  const NDArray count = hot.sum({0}).reshape(Shape{rows, 1});
+  c.outputs.push_back(combine(c, data.reshape(Shape{rows, row}), spread, count).reshape(ds));
+}
+
+std::string reduction_check(const CheckContext& c) {
+  const std::string reduction = c.node.s("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return fmt::format("reduction '{}' is not supported; ndgc runs 'none' and 'add'", reduction);
+  return numeric_data(c);
+}
+
+}  // namespace
+
+void add_scatter_kernels(KernelTable& t) {
+  t.add("ScatterElements", {run_scatter_elements, reduction_check, 1, false, 11});
+  t.add("Scatter", {run_scatter_elements, numeric_data, 1, false, 9});
+  t.add("ScatterND", {run_scatter_nd, reduction_check, 1, false, 11});
+}
+
+}  // namespace ndgc::onnx::detail
