@@ -298,6 +298,35 @@ void run_top_k(RunContext& c) {
   c.outputs.push_back(make_ints(c, idx, out_shape));
 }
 
+// ReverseSequence: for each batch entry b, its first sequence_lens[b] steps
+// along time_axis reversed, the rest as they are. One gather along the time
+// axis per batch entry, concatenated along batch_axis, so x keeps its
+// gradient.
+void run_reverse_sequence(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const int time = axis_in(c.node.i("time_axis", 0), x.rank(), c.node);
+  const int batch = axis_in(c.node.i("batch_axis", 1), x.rank(), c.node);
+  const std::vector<std::int64_t> lens = read_ints(c.in(1));
+  const std::int64_t steps = x.shape()[time], entries = x.shape()[batch];
+  if (time == batch || std::int64_t(lens.size()) != entries)
+    throw ShapeMismatch(fmt::format("onnx: {}: {} sequence_lens for {} batch entries (time axis {}, batch axis {})",
+                                    c.node.label(), lens.size(), entries, time, batch));
+  NDList parts;
+  for (std::int64_t b = 0; b < entries; ++b) {
+    const std::int64_t len = lens[std::size_t(b)];
+    if (len < 0 || len > steps)
+      throw InvalidArgument(fmt::format("onnx: {}: sequence_lens[{}] is {}, outside [0, {}]", c.node.label(), b, len,
+                                        steps));
+    std::vector<std::int64_t> order(static_cast<std::size_t>(steps));
+    for (std::int64_t t = 0; t < steps; ++t) order[std::size_t(t)] = t < len ? len - 1 - t : t;
+    NDIndex entry;
+    for (int k = 0; k < batch; ++k) entry.add_all();
+    entry.add_slice(b, b + 1);
+    parts.push_back(gather_along(c, x.get(entry), order, Shape{steps}, time));
+  }
+  c.outputs.push_back(entries == 0 ? x : entries == 1 ? parts.head() : concat(parts, batch));
+}
+
 // ONNX's function body: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over `axes`
 // (default N, H and W).
 void run_mean_variance_normalization(RunContext& c) {
@@ -368,6 +397,7 @@ void add_more_kernels(KernelTable& t) {
   t.add("MeanVarianceNormalization", {run_mean_variance_normalization, floats_only});
   t.add("LRN", {run_lrn, floats_only});
   t.add("NonZero", {run_nonzero});
+  t.add("ReverseSequence", {run_reverse_sequence, nullptr, 1, false, 10});
   t.add("Compress", {run_compress, nullptr, 1, false, 9});
   t.add("TopK", {run_top_k, numeric_data, 2});
   t.add("DepthToSpace", {run_depth_to_space});

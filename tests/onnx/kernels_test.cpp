@@ -135,6 +135,34 @@ TEST_CASE("onnx scatters: two updates for one position under 'none' are an error
   }
 }
 
+TEST_CASE("onnx ReverseSequence: each entry's first steps reversed, the gradient following them") {
+  test::TempFolder dir("reverse");
+  GraphBuilder g(10);
+  g.input("x", {3, 2}).output("y", {3, 2});  // [time, batch]
+  g.ints("lens", {2}, {3, 2});
+  g.node("ReverseSequence", {"x", "lens"}, {"y"}, "back");
+  onnx::Imported net = onnx::load(g.write(dir / "reverse.onnx"), "reverse");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.arange(0.0, 6.0).reshape({3, 2});  // entry 0: 0 2 4, entry 1: 1 3 5
+  x.set_requires_gradient(true);
+  NDArray y;
+  {
+    GradientCollector collector;
+    y = net.model.block().forward(NDList{x}, true).head();
+    collector.backward(y.mul(batch.arange(1.0, 7.0).reshape({3, 2})).sum());
+  }
+  CHECK(y.to_vector<float>() == std::vector<float>{4, 3, 2, 1, 0, 5});
+  CHECK(x.gradient().to_vector<float>() == std::vector<float>{5, 4, 3, 2, 1, 6});
+  NDManager other = NDManager::new_base_manager("other");
+  GraphBuilder bad(10);
+  bad.input("x", {3, 2}).output("y", {3, 2});
+  bad.ints("lens", {2}, {4, 1});
+  bad.node("ReverseSequence", {"x", "lens"}, {"y"}, "long");
+  onnx::Imported too_long = onnx::load(bad.write(dir / "long.onnx"), "long");
+  CHECK_THROWS_WITH_AS(too_long.model.block().forward(NDList{other.zeros({3, 2})}, false),
+                       doctest::Contains("'long': sequence_lens[0] is 4, outside [0, 3]"), InvalidArgument);
+}
+
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
   for (const char* op : {"Celu", "LRN", "MeanVarianceNormalization"}) {
     CAPTURE(op);
