@@ -23,6 +23,7 @@ const KernelTable& table() {
     add_conv_transpose_kernels(t);
     add_resize_kernels(t);
     add_scatter_kernels(t);
+    add_einsum_kernels(t);
     return t;
   }();
   return built;

@@ -73,6 +73,7 @@ void add_more_kernels(KernelTable& table);
 void add_conv_transpose_kernels(KernelTable& table);
 void add_resize_kernels(KernelTable& table);
 void add_scatter_kernels(KernelTable& table);
+void add_einsum_kernels(KernelTable& table);
 
 class KernelTable {
  public:

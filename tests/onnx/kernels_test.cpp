@@ -1,5 +1,5 @@
 // Kernels the conformance suite checks only forward, or only on valid input:
-// TopK's, GatherND's and the scatters' gradients, TopK's ties, Celu, LRN and MeanVarianceNormalization passing
+// TopK's, GatherND's, Einsum's and the scatters' gradients, TopK's ties, Celu, LRN and MeanVarianceNormalization passing
 // gradients back, and the errors of TopK, Compress, LRN and Upsample naming
 // the node and what is wrong (and GatherND's).
 #include <doctest/doctest.h>
@@ -161,6 +161,74 @@ TEST_CASE("onnx ReverseSequence: each entry's first steps reversed, the gradient
   onnx::Imported too_long = onnx::load(bad.write(dir / "long.onnx"), "long");
   CHECK_THROWS_WITH_AS(too_long.model.block().forward(NDList{other.zeros({3, 2})}, false),
                        doctest::Contains("'long': sequence_lens[0] is 4, outside [0, 3]"), InvalidArgument);
+}
+
+namespace {
+
+// One Einsum node over graph inputs a and b (or a alone).
+onnx::Imported einsum_net(const test::TempFolder& dir, const std::string& equation, std::vector<std::int64_t> a,
+                          std::vector<std::int64_t> b, std::vector<std::int64_t> y) {
+  const bool two = !b.empty();
+  GraphBuilder g(12);
+  g.input("a", std::move(a));
+  if (two) g.input("b", std::move(b));
+  g.output("y", std::move(y));
+  auto& n = g.node("Einsum", two ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, {"y"}, "einsum");
+  auto* attr = n.add_attribute();
+  attr->set_name("equation");
+  attr->set_type(::onnx::AttributeProto::STRING);
+  attr->set_s(equation);
+  return onnx::load(g.write(dir / "einsum.onnx"), "einsum");
+}
+
+}  // namespace
+
+TEST_CASE("onnx Einsum: a batched product and a diagonal, with the gradients of the same ops by hand") {
+  test::TempFolder dir("einsum");
+  NDManager batch = NDManager::new_base_manager("batch");
+  {
+    onnx::Imported net = einsum_net(dir, "bij, bjk -> bik", {2, 3, 4}, {2, 4, 5}, {2, 3, 5});
+    NDArray a = batch.arange(0.0, 24.0).reshape({2, 3, 4}).mul(0.1), b = batch.arange(0.0, 40.0).reshape({2, 4, 5});
+    a.set_requires_gradient(true);
+    NDArray y;
+    {
+      GradientCollector collector;
+      y = net.model.block().forward(NDList{a, b}, true).head();
+      collector.backward(y.sum());
+    }
+    const std::vector<float> expected = a.matmul(b).to_vector<float>(), got = y.to_vector<float>();
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]));
+    // d(sum(a b))/da = ones · bᵀ: row sums of b's rows.
+    const std::vector<float> grad = a.gradient().to_vector<float>();
+    const std::vector<float> by_hand = batch.ones({2, 3, 5}).matmul(b.transpose({0, 2, 1})).to_vector<float>();
+    for (std::size_t i = 0; i < grad.size(); ++i) CHECK(grad[i] == doctest::Approx(by_hand[i]));
+  }
+  {
+    onnx::Imported net = einsum_net(dir, "ii->i", {3, 3}, {}, {3});
+    NDArray a = batch.arange(0.0, 9.0).reshape({3, 3});
+    a.set_requires_gradient(true);
+    NDArray y;
+    {
+      GradientCollector collector;
+      y = net.model.block().forward(NDList{a}, true).head();
+      collector.backward(y.sum());
+    }
+    CHECK(y.to_vector<float>() == std::vector<float>{0, 4, 8});
+    CHECK(a.gradient().to_vector<float>() == std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1});
+  }
+}
+
+TEST_CASE("onnx Einsum: an equation that does not fit its inputs is an error naming the node and the equation") {
+  test::TempFolder dir("einsum_bad");
+  NDManager batch = NDManager::new_base_manager("batch");
+  onnx::Imported wrong_rank = einsum_net(dir, "ijk->i", {2, 3}, {}, {2});
+  CHECK_THROWS_WITH_AS(wrong_rank.model.block().forward(NDList{batch.zeros({2, 3})}, false),
+                       doctest::Contains("'einsum': equation 'ijk->i': term 'ijk' does not fit input 0 of rank 2"),
+                       InvalidArgument);
+  onnx::Imported two_terms = einsum_net(dir, "ij,jk->ik", {2, 3}, {}, {2, 3});
+  CHECK_THROWS_WITH_AS(two_terms.model.block().forward(NDList{batch.zeros({2, 3})}, false),
+                       doctest::Contains("2 operand terms for 1 inputs"), InvalidArgument);
 }
 
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
