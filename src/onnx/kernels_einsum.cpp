@@ -83,7 +83,10 @@ Equation parse(const RunContext& c, const std::string& text) {
   if (arrow != std::string::npos) {
     e.output = eq.substr(arrow + 2);
     const std::size_t at = e.output.find("...");
-    if (at != std::string::npos) e.output.replace(at, 3, all_ellipsis);
+    if (at != std::string::npos) e.output.erase(at, 3);
+    for (char ch : e.output)
+      if (!std::isalpha(static_cast<unsigned char>(ch))) bad(c, text, fmt::format("output '{}' is not a letter", ch));
+    if (at != std::string::npos) e.output.insert(at, all_ellipsis);
     for (char ch : e.output)
       if (std::count(e.output.begin(), e.output.end(), ch) > 1 ||
           std::none_of(e.inputs.begin(), e.inputs.end(), [&](const std::string& s) { return s.find(ch) != std::string::npos; }))

@@ -229,6 +229,9 @@ TEST_CASE("onnx Einsum: an equation that does not fit its inputs is an error nam
   onnx::Imported two_terms = einsum_net(dir, "ij,jk->ik", {2, 3}, {}, {2, 3});
   CHECK_THROWS_WITH_AS(two_terms.model.block().forward(NDList{batch.zeros({2, 3})}, false),
                        doctest::Contains("2 operand terms for 1 inputs"), InvalidArgument);
+  onnx::Imported digit = einsum_net(dir, "ij->i0", {2, 3}, {}, {2, -1});
+  CHECK_THROWS_WITH_AS(digit.model.block().forward(NDList{batch.zeros({2, 3})}, false),
+                       doctest::Contains("output '0' is not a letter"), InvalidArgument);
 }
 
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
