@@ -327,6 +327,29 @@ void run_reverse_sequence(RunContext& c) {
   c.outputs.push_back(entries == 0 ? x : entries == 1 ? parts.head() : concat(parts, batch));
 }
 
+// BitShift of uint8 (ndgc's one unsigned dtype): x · 2^y or ⌊x / 2^y⌋ in
+// int64, then back to uint8, which keeps the low 8 bits as a shift does.
+// The powers of two are made on the host from y's values (a shift of 8 or
+// more leaves 0 either way).
+void run_bit_shift(RunContext& c) {
+  const NDArray& x = c.in(0);
+  const NDArray& y = c.in(1);
+  std::vector<std::int64_t> powers = read_ints(y);
+  for (std::int64_t& p : powers) p = p >= 0 && p < 8 ? std::int64_t(1) << p : 256;
+  const NDArray scale = make_ints(c, powers, y.shape());
+  const NDArray wide = x.to_type(DataType::int64);
+  const bool left = c.node.s("direction", "") == "LEFT";
+  c.outputs.push_back((left ? wide.mul(scale) : wide.div(scale)).to_type(DataType::uint8));
+}
+
+std::string bit_shift_check(const CheckContext& c) {
+  const std::string direction = c.node.s("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") return fmt::format("direction '{}' is not LEFT or RIGHT", direction);
+  for (const std::optional<DataType>& dt : c.input_dtypes)
+    if (dt && *dt != DataType::uint8) return fmt::format("its input is {}; ndgc runs BitShift on uint8", to_string(*dt));
+  return "";
+}
+
 // ONNX's function body: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over `axes`
 // (default N, H and W).
 void run_mean_variance_normalization(RunContext& c) {
@@ -397,6 +420,7 @@ void add_more_kernels(KernelTable& t) {
   t.add("MeanVarianceNormalization", {run_mean_variance_normalization, floats_only});
   t.add("LRN", {run_lrn, floats_only});
   t.add("NonZero", {run_nonzero});
+  t.add("BitShift", {run_bit_shift, bit_shift_check, 1, false, 11});
   t.add("ReverseSequence", {run_reverse_sequence, nullptr, 1, false, 10});
   t.add("Compress", {run_compress, nullptr, 1, false, 9});
   t.add("TopK", {run_top_k, numeric_data, 2});

@@ -100,6 +100,10 @@ std::string pool_check(const CheckContext& c) {
   if (!w.problem.empty()) return w.problem;
   if (c.node.op_type() == "AveragePool" && c.node.i("ceil_mode", 0) != 0 && w.explicit_padding(true))
     return "ceil_mode with asymmetric or wide padding is not supported";
+  // MaxPool of uint8 and int32 runs in float64, which holds each value exactly.
+  if (c.node.op_type() == "MaxPool" && !c.input_dtypes.empty() && c.input_dtypes[0] &&
+      (*c.input_dtypes[0] == DataType::uint8 || *c.input_dtypes[0] == DataType::int32))
+    return "";
   return floats_only(c);
 }
 
@@ -121,13 +125,15 @@ NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w) {
 
 void run_max_pool(RunContext& c) {
   Window w = run_window(c, c.node.ints("kernel_shape"));
-  NDArray x = as_2d(c.in(0), w);
+  const DataType dtype = c.in(0).dtype();
+  NDArray x = as_2d(is_floating(dtype) ? c.in(0) : c.in(0).to_type(DataType::float64), w);
   if (w.explicit_padding(true)) {  // -inf never wins a window
     x = pad_image(c, x, w, -std::numeric_limits<double>::infinity());
     w.padding = {0, 0};
   }
   if (c.node.i("ceil_mode", 0) != 0) x = ceil_padded(c, x, w);
-  c.outputs.push_back(from_2d(max_pool2d(x, w.kernel, w.stride, w.padding), w));
+  const NDArray y = from_2d(max_pool2d(x, w.kernel, w.stride, w.padding), w);
+  c.outputs.push_back(is_floating(dtype) ? y : y.to_type(dtype));
 }
 
 void run_average_pool(RunContext& c) {

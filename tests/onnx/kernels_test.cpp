@@ -234,6 +234,33 @@ TEST_CASE("onnx Einsum: an equation that does not fit its inputs is an error nam
                        doctest::Contains("output '0' is not a letter"), InvalidArgument);
 }
 
+TEST_CASE("onnx BitShift of uint8 keeps the low 8 bits; MaxPool of uint8 is exact") {
+  test::TempFolder dir("uint8");
+  NDManager batch = NDManager::new_base_manager("batch");
+  const NDArray x = batch.create<float>({200, 3, 255, 1}, Shape{4}).to_type(DataType::uint8);
+  const NDArray by = batch.create<float>({1, 1, 8, 9}, Shape{4}).to_type(DataType::uint8);
+  for (const char* direction : {"LEFT", "RIGHT"}) {
+    CAPTURE(direction);
+    GraphBuilder g(11);
+    g.input("x", {4}, ::onnx::TensorProto::UINT8).input("by", {4}, ::onnx::TensorProto::UINT8);
+    g.output("y", {4}, ::onnx::TensorProto::UINT8);
+    auto* attr = g.node("BitShift", {"x", "by"}, {"y"}, "shift").add_attribute();
+    attr->set_name("direction");
+    attr->set_type(::onnx::AttributeProto::STRING);
+    attr->set_s(direction);
+    onnx::Imported net = onnx::load(g.write(dir / "shift.onnx"), "shift");
+    const std::vector<std::uint8_t> y = net.model.block().forward(NDList{x, by}, false).head().to_vector<std::uint8_t>();
+    if (std::string(direction) == "LEFT") CHECK(y == std::vector<std::uint8_t>{144, 6, 0, 0});
+    else CHECK(y == std::vector<std::uint8_t>{100, 1, 0, 0});
+  }
+  GraphBuilder g(12);
+  g.input("x", {1, 1, 2, 2}, ::onnx::TensorProto::UINT8).output("y", {1, 1, 1, 1}, ::onnx::TensorProto::UINT8);
+  GraphBuilder::attr(g.node("MaxPool", {"x"}, {"y"}, "pool"), "kernel_shape", std::vector<std::int64_t>{2, 2});
+  onnx::Imported net = onnx::load(g.write(dir / "pool.onnx"), "pool");
+  const NDArray image = batch.create<float>({7, 255, 254, 0}, Shape{1, 1, 2, 2}).to_type(DataType::uint8);
+  CHECK(net.model.block().forward(NDList{image}, false).head().to_vector<std::uint8_t>() == std::vector<std::uint8_t>{255});
+}
+
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
   for (const char* op : {"Celu", "LRN", "MeanVarianceNormalization"}) {
     CAPTURE(op);
