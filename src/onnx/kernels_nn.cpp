@@ -92,7 +92,6 @@ std::string conv_check(const CheckContext& c) {
 
 std::string pool_check(const CheckContext& c) {
   if (c.node.i("ceil_mode", 0) != 0 && c.node.op_type() != "MaxPool") return "ceil_mode 1 is not supported";
-  if (c.node.i("storage_order", 0) != 0) return "storage_order 1 is not supported";
   for (std::int64_t d : c.node.ints("dilations"))
     if (d != 1) return "dilated pooling is not supported";
   const std::vector<std::int64_t> kernel = c.node.ints("kernel_shape");
@@ -123,6 +122,36 @@ NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w) {
   return x;
 }
 
+// MaxPool's second output: where each maximum came from, as the flat index
+// ((n · C + c) · H + h) · W + w into the input (storage_order 1, column
+// major: ((n · C + c) · W + w) · H + h), the first of equal maxima in the
+// window's row-major order. Found on the host from the input's values.
+NDArray max_positions(const RunContext& c, const NDArray& x, const Window& w, const Shape& out) {
+  const std::int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
+  const std::int64_t oh = out[2], ow = out[3];
+  const bool column_major = c.node.i("storage_order", 0) != 0;
+  std::vector<double> v(static_cast<std::size_t>(x.size()));
+  x.copy_to(v.data(), DataType::float64, v.size());
+  std::vector<std::int64_t> at;
+  at.reserve(std::size_t(n * ch * oh * ow));
+  for (std::int64_t plane = 0; plane < n * ch; ++plane)
+    for (std::int64_t y = 0; y < oh; ++y)
+      for (std::int64_t xo = 0; xo < ow; ++xo) {
+        std::int64_t best = -1;
+        for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky)
+          for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+            const std::int64_t iy = y * w.stride[0] - w.begin[0] + ky, ix = xo * w.stride[1] - w.begin[1] + kx;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+            const std::int64_t i = (plane * h + iy) * wd + ix;
+            if (best < 0 || v[std::size_t(i)] > v[std::size_t(best)]) best = i;
+          }
+        best = std::max<std::int64_t>(best, 0);
+        if (column_major) best = (best / (h * wd) * wd + best % wd) * h + best % (h * wd) / wd;
+        at.push_back(best);
+      }
+  return make_ints(c, at, out);
+}
+
 void run_max_pool(RunContext& c) {
   Window w = run_window(c, c.node.ints("kernel_shape"));
   const DataType dtype = c.in(0).dtype();
@@ -132,8 +161,13 @@ void run_max_pool(RunContext& c) {
     w.padding = {0, 0};
   }
   if (c.node.i("ceil_mode", 0) != 0) x = ceil_padded(c, x, w);
-  const NDArray y = from_2d(max_pool2d(x, w.kernel, w.stride, w.padding), w);
+  const NDArray pooled = max_pool2d(x, w.kernel, w.stride, w.padding);
+  const NDArray y = from_2d(pooled, w);
   c.outputs.push_back(is_floating(dtype) ? y : y.to_type(dtype));
+  if (c.node.output_wanted(1)) {
+    const Window original = run_window(c, c.node.ints("kernel_shape"));  // its pads, before any padding above
+    c.outputs.push_back(from_2d(max_positions(c, as_2d(c.in(0), original), original, pooled.shape()), original));
+  }
 }
 
 void run_average_pool(RunContext& c) {
@@ -241,7 +275,7 @@ void add_nn_kernels(KernelTable& t) {
   t.add("MatMul", {[](RunContext& c) { c.outputs.push_back(c.in(0).matmul(c.in(1))); }, floats_only});
   t.add("Gemm", {run_gemm, floats_only});
   t.add("Conv", {run_conv, conv_check});
-  t.add("MaxPool", {run_max_pool, pool_check});
+  t.add("MaxPool", {run_max_pool, pool_check, 2});
   t.add("AveragePool", {run_average_pool, pool_check});
   t.add("GlobalAveragePool", {[](RunContext& c) { c.outputs.push_back(c.in(0).mean(spatial_axes(c.in(0)), true)); },
                               floats_only, 1, false, 1});

@@ -261,6 +261,28 @@ TEST_CASE("onnx BitShift of uint8 keeps the low 8 bits; MaxPool of uint8 is exac
   CHECK(net.model.block().forward(NDList{image}, false).head().to_vector<std::uint8_t>() == std::vector<std::uint8_t>{255});
 }
 
+TEST_CASE("onnx MaxPool's indices: flat positions in the input, row or column major, ties to the first") {
+  test::TempFolder dir("argmax");
+  NDManager batch = NDManager::new_base_manager("batch");
+  // Two planes of 2 x 3; windows 2 x 2, stride 1, one column of padding on the right.
+  const NDArray x = batch.create<float>({1, 9, 9, 4, 2, 0, 5, 5, 1, 6, 7, 8}, Shape{1, 2, 2, 3});
+  for (std::int64_t order : {0, 1}) {
+    CAPTURE(order);
+    GraphBuilder g(12);
+    g.input("x", {1, 2, 2, 3}).output("y", {1, 2, 1, 3}).output("at", {1, 2, 1, 3}, ::onnx::TensorProto::INT64);
+    auto& n = g.node("MaxPool", {"x"}, {"y", "at"}, "pool");
+    GraphBuilder::attr(n, "kernel_shape", std::vector<std::int64_t>{2, 2});
+    GraphBuilder::attr(n, "pads", std::vector<std::int64_t>{0, 0, 0, 1});
+    GraphBuilder::attr(n, "storage_order", order);
+    onnx::Imported net = onnx::load(g.write(dir / "argmax.onnx"), "argmax");
+    const NDList out = net.model.block().forward(NDList{x}, false);
+    CHECK(out[0].to_vector<float>() == std::vector<float>{9, 9, 9, 7, 8, 8});
+    // Row major: plane 0's 9s at 1 (the first of the tie in window 1) and 2; plane 1's 7 at 6 + 4, 8 at 6 + 5.
+    const std::vector<std::int64_t> row_major{1, 1, 2, 10, 11, 11}, column_major{2, 2, 4, 9, 11, 11};
+    CHECK(out[1].to_vector<std::int64_t>() == (order == 0 ? row_major : column_major));
+  }
+}
+
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
   for (const char* op : {"Celu", "LRN", "MeanVarianceNormalization"}) {
     CAPTURE(op);
