@@ -90,15 +90,24 @@ std::string conv_check(const CheckContext& c) {
   return window_check(c, kernel);
 }
 
+// AveragePool's ceil_mode: ONNX's output size and PyTorch's (which drops a
+// last window that starts past the input) agree when there is no padding and
+// no stride exceeds its kernel; ndgc runs only that case. "" when it is one.
+std::string average_ceil_problem(const Window& w) {
+  for (int a = 0; a < 2; ++a)
+    if (w.begin[std::size_t(a)] + w.end[std::size_t(a)] > 0 || w.stride[std::size_t(a)] > w.kernel[std::size_t(a)])
+      return "AveragePool's ceil_mode with padding, or with a stride past the kernel, is not supported";
+  return "";
+}
+
 std::string pool_check(const CheckContext& c) {
-  if (c.node.i("ceil_mode", 0) != 0 && c.node.op_type() != "MaxPool") return "ceil_mode 1 is not supported";
   for (std::int64_t d : c.node.ints("dilations"))
     if (d != 1) return "dilated pooling is not supported";
   const std::vector<std::int64_t> kernel = c.node.ints("kernel_shape");
   const Window w = window_of(c.node, kernel, spatial_dims(c.input_shapes.empty() ? std::nullopt : c.input_shapes[0]));
   if (!w.problem.empty()) return w.problem;
-  if (c.node.op_type() == "AveragePool" && c.node.i("ceil_mode", 0) != 0 && w.explicit_padding(true))
-    return "ceil_mode with asymmetric or wide padding is not supported";
+  if (c.node.op_type() == "AveragePool" && c.node.i("ceil_mode", 0) != 0)
+    if (std::string why = average_ceil_problem(w); !why.empty()) return why;
   // MaxPool of uint8 and int32 runs in float64, which holds each value exactly.
   if (c.node.op_type() == "MaxPool" && !c.input_dtypes.empty() && c.input_dtypes[0] &&
       (*c.input_dtypes[0] == DataType::uint8 || *c.input_dtypes[0] == DataType::int32))
@@ -108,8 +117,10 @@ std::string pool_check(const CheckContext& c) {
 
 // ceil_mode: the output rounds up, as PyTorch's (a last window that would
 // start in the right padding is dropped): the image gains the missing rows
-// and columns at its end, -inf, which never win a window.
-NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w) {
+// and columns at its end, of `fill`: -inf, which never wins a max window, or
+// 0 for an average, whose divisor then counts the real elements.
+NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w,
+                    double fill = -std::numeric_limits<double>::infinity()) {
   for (int a = 0; a < 2; ++a) {
     const int axis = 2 + a;
     const std::int64_t in = x.shape()[axis], k = w.kernel[std::size_t(a)], s = w.stride[std::size_t(a)],
@@ -117,7 +128,7 @@ NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w) {
     std::int64_t out = (in + 2 * p - k + s - 1) / s + 1;
     if ((out - 1) * s >= in + p) --out;
     const std::int64_t extra = (out - 1) * s + k - (in + 2 * p);
-    if (extra > 0) x = pad_constant(c, x, axis, 0, extra, -std::numeric_limits<double>::infinity());
+    if (extra > 0) x = pad_constant(c, x, axis, 0, extra, fill);
   }
   return x;
 }
@@ -180,9 +191,16 @@ void run_average_pool(RunContext& c) {
     ones = pad_image(c, ones, w, 0.0);
     w.padding = {0, 0};
   }
+  const bool ceil = c.node.i("ceil_mode", 0) != 0;
+  if (ceil) {  // checked again here: SAME padding is known only now
+    if (std::string why = average_ceil_problem(w); !why.empty())
+      throw InvalidArgument(fmt::format("onnx: {}: {}", c.node.label(), why));
+    x = ceil_padded(c, x, w, 0.0);
+    ones = ceil_padded(c, ones, w, 0.0);
+  }
   NDArray y = avg_pool2d(x, w.kernel, w.stride, w.padding);
   const bool padded = w.begin[0] + w.begin[1] + w.end[0] + w.end[1] > 0;
-  if (padded && c.node.i("count_include_pad", 0) == 0) {
+  if (ceil || (padded && c.node.i("count_include_pad", 0) == 0)) {
     // avg_pool2d divides by the whole window; dividing by the pool of ones
     // makes the divisor the count of real elements.
     y = y.div(avg_pool2d(ones, w.kernel, w.stride, w.padding));

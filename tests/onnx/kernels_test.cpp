@@ -283,6 +283,38 @@ TEST_CASE("onnx MaxPool's indices: flat positions in the input, row or column ma
   }
 }
 
+TEST_CASE("onnx AveragePool's ceil_mode: the last windows average what they cover; with padding it is refused") {
+  test::TempFolder dir("avg_ceil");
+  GraphBuilder g;
+  g.input("x", {1, 1, 3, 3}).output("y", {1, 1, 2, 2});
+  auto& n = g.node("AveragePool", {"x"}, {"y"}, "ceil");
+  GraphBuilder::attr(n, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  GraphBuilder::attr(n, "strides", std::vector<std::int64_t>{2, 2});
+  GraphBuilder::attr(n, "ceil_mode", std::int64_t{1});
+  onnx::Imported net = onnx::load(g.write(dir / "ceil.onnx"), "ceil");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.arange(0.0, 9.0).reshape({1, 1, 3, 3});
+  x.set_requires_gradient(true);
+  NDArray y;
+  {
+    GradientCollector collector;
+    y = net.model.block().forward(NDList{x}, true).head();
+    collector.backward(y.sum());
+  }
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 3.5f, 6.5f, 8});
+  CHECK(x.gradient().to_vector<float>() == std::vector<float>{0.25f, 0.25f, 0.5f, 0.25f, 0.25f, 0.5f, 0.5f, 0.5f, 1});
+  GraphBuilder padded;
+  padded.input("x", {1, 1, 3, 3}).output("y", {1, 1, 2, 2});
+  auto& p = padded.node("AveragePool", {"x"}, {"y"}, "padded_ceil");
+  GraphBuilder::attr(p, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  GraphBuilder::attr(p, "strides", std::vector<std::int64_t>{2, 2});
+  GraphBuilder::attr(p, "pads", std::vector<std::int64_t>{1, 1, 0, 0});
+  GraphBuilder::attr(p, "ceil_mode", std::int64_t{1});
+  CHECK_THROWS_WITH_AS(onnx::load(padded.write(dir / "padded.onnx"), "padded"),
+                       doctest::Contains("AveragePool 'padded_ceil': AveragePool's ceil_mode with padding"),
+                       InvalidArgument);
+}
+
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
   for (const char* op : {"Celu", "LRN", "MeanVarianceNormalization"}) {
     CAPTURE(op);
