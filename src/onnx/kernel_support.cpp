@@ -88,6 +88,12 @@ NDArray pad_constant(const RunContext& c, NDArray x, int axis, std::int64_t befo
   return parts.size() == 1 ? x : concat(parts, axis);
 }
 
+std::vector<double> read_doubles(const NDArray& array) {
+  std::vector<double> out(static_cast<std::size_t>(array.size()));
+  array.copy_to(out.data(), DataType::float64, out.size());
+  return out;
+}
+
 std::vector<std::int64_t> read_ints(const NDArray& array) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(array.size()));
   array.copy_to(out.data(), DataType::int64, out.size());

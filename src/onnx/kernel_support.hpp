@@ -26,6 +26,8 @@ namespace ndgc::onnx::detail {
 
 // The elements of a small integer (or floating) array, as int64, on the host.
 std::vector<std::int64_t> read_ints(const NDArray& array);
+// The elements of an array, as double, row-major, on the host.
+std::vector<double> read_doubles(const NDArray& array);
 // One element, as double.
 double read_scalar(const NDArray& array);
 // `axis` in [-rank, rank) made non-negative; InvalidArgument naming the node otherwise.

@@ -144,11 +144,13 @@ NDArray arranged(const Term& t, const std::string& order) {
   return t.x.permute(axes);
 }
 
-std::int64_t length_of(const Term& a, const Term& b, char ch) {
-  const std::size_t i = a.letters.find(ch), j = b.letters.find(ch);
-  const std::int64_t la = i == std::string::npos ? 1 : a.x.shape()[int(i)];
-  const std::int64_t lb = j == std::string::npos ? 1 : b.x.shape()[int(j)];
-  return std::max(la, lb);
+// The length of letter `ch` in t (which has it).
+std::int64_t length_in(const Term& t, char ch) { return t.x.shape()[int(t.letters.find(ch))]; }
+
+// `front` followed by the lengths of `letters` in t.
+std::vector<std::int64_t> dims_of(std::vector<std::int64_t> front, const Term& t, const std::string& letters) {
+  for (char ch : letters) front.push_back(length_in(t, ch));
+  return front;
 }
 
 // a · b over their shared letters that `keep` does not need, as one batched matmul.
@@ -160,28 +162,26 @@ Term contract(const RunContext& c, const Term& a, const Term& b, const std::stri
   }
   for (char ch : b.letters)
     if (a.letters.find(ch) == std::string::npos) cols += ch;
-  std::vector<std::int64_t> batch_dims, a_dims, b_dims, out_dims;
   std::int64_t m = 1, n = 1, k = 1;
-  for (char ch : batch) batch_dims.push_back(length_of(a, b, ch));
-  for (char ch : rows) m *= length_of(a, b, ch), out_dims.push_back(length_of(a, b, ch));
-  for (char ch : cols) n *= length_of(a, b, ch), out_dims.push_back(length_of(a, b, ch));
+  std::vector<std::int64_t> batch_dims;  // a batch letter of length 1 on one side broadcasts
+  for (char ch : batch) batch_dims.push_back(std::max(length_in(a, ch), length_in(b, ch)));
+  for (char ch : rows) m *= length_in(a, ch);
+  for (char ch : cols) n *= length_in(b, ch);
   for (char ch : inner) {
-    if (length_of(a, a, ch) != length_of(b, b, ch))
+    if (length_in(a, ch) != length_in(b, ch))
       throw ShapeMismatch(fmt::format("onnx: {}: letter '{}' has lengths {} and {}", c.node.label(), ch,
-                                      length_of(a, a, ch), length_of(b, b, ch)));
-    k *= length_of(a, b, ch);
+                                      length_in(a, ch), length_in(b, ch)));
+    k *= length_in(a, ch);
   }
-  a_dims = batch_dims, b_dims = batch_dims;
-  std::vector<std::int64_t> a_full = batch_dims, b_full = batch_dims;  // unmerged, for broadcasting the batch
-  for (char ch : rows + inner) a_full.push_back(a.x.shape()[int(a.letters.find(ch))]);
-  for (char ch : inner + cols) b_full.push_back(b.x.shape()[int(b.letters.find(ch))]);
-  a_dims.push_back(m), a_dims.push_back(k);
-  b_dims.push_back(k), b_dims.push_back(n);
-  const NDArray left = arranged(a, batch + rows + inner).broadcast_to(to_shape(a_full)).reshape(to_shape(a_dims));
-  const NDArray right = arranged(b, batch + inner + cols).broadcast_to(to_shape(b_full)).reshape(to_shape(b_dims));
-  std::vector<std::int64_t> result = batch_dims;
-  result.insert(result.end(), out_dims.begin(), out_dims.end());
-  return {left.matmul(right).reshape(to_shape(result)), batch + rows + cols};
+  auto merged = [&](std::int64_t first, std::int64_t second) {
+    std::vector<std::int64_t> d = batch_dims;
+    d.push_back(first), d.push_back(second);
+    return to_shape(d);
+  };
+  const NDArray left = arranged(a, batch + rows + inner).broadcast_to(to_shape(dims_of(batch_dims, a, rows + inner)));
+  const NDArray right = arranged(b, batch + inner + cols).broadcast_to(to_shape(dims_of(batch_dims, b, inner + cols)));
+  const NDArray product = left.reshape(merged(m, k)).matmul(right.reshape(merged(k, n)));
+  return {product.reshape(to_shape(dims_of(dims_of(batch_dims, a, rows), b, cols))), batch + rows + cols};
 }
 
 void run_einsum(RunContext& c) {

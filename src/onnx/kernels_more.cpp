@@ -221,17 +221,10 @@ void run_instance_norm(RunContext& c) {
   c.outputs.push_back(y.mul(c.in(1).reshape(per_channel)).add(c.in(2).reshape(per_channel)));
 }
 
-// x's elements as double, row-major, on the host.
-std::vector<double> host_values(const NDArray& x) {
-  std::vector<double> v(static_cast<std::size_t>(x.size()));
-  x.copy_to(v.data(), DataType::float64, v.size());
-  return v;
-}
-
 // The positions of x's nonzero elements: [rank, count], row-major order.
 void run_nonzero(RunContext& c) {
   const NDArray& x = c.in(0);
-  const std::vector<double> v = host_values(x);
+  const std::vector<double> v = read_doubles(x);
   const Shape xs = x.shape();
   std::vector<std::vector<std::int64_t>> at(std::size_t(x.rank()));
   std::vector<std::int64_t> pos(std::size_t(x.rank()), 0);
@@ -253,7 +246,7 @@ void run_compress(RunContext& c) {
   int axis = 0;
   if (c.node.has("axis")) axis = axis_in(c.node.i("axis", 0), x.rank(), c.node);
   else x = x.reshape(Shape{x.size()});
-  const std::vector<double> keep = host_values(c.in(1));
+  const std::vector<double> keep = read_doubles(c.in(1));
   const std::int64_t n = x.shape()[axis];
   if (std::int64_t(keep.size()) > n)
     throw InvalidArgument(fmt::format("onnx: {}: a condition of {} for an axis of {}", c.node.label(), keep.size(), n));
@@ -278,7 +271,7 @@ void run_top_k(RunContext& c) {
   if (k < 0 || k > n)
     throw InvalidArgument(fmt::format("onnx: {}: k {} for an axis of {}", c.node.label(), k, n));
   const bool largest = c.node.i("largest", 1) != 0;
-  const std::vector<double> v = host_values(x);
+  const std::vector<double> v = read_doubles(x);
   std::int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
   for (int d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];

@@ -141,8 +141,7 @@ NDArray max_positions(const RunContext& c, const NDArray& x, const Window& w, co
   const std::int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
   const std::int64_t oh = out[2], ow = out[3];
   const bool column_major = c.node.i("storage_order", 0) != 0;
-  std::vector<double> v(static_cast<std::size_t>(x.size()));
-  x.copy_to(v.data(), DataType::float64, v.size());
+  const std::vector<double> v = read_doubles(x);
   std::vector<std::int64_t> at;
   at.reserve(std::size_t(n * ch * oh * ow));
   for (std::int64_t plane = 0; plane < n * ch; ++plane)

@@ -155,8 +155,7 @@ void run_resize(RunContext& c) {
   } else {
     if (!c.has(2) || c.in(2).size() != rank)
       throw InvalidArgument(fmt::format("onnx: {}: needs {} scales or sizes", c.node.label(), rank));
-    std::vector<double> s(static_cast<std::size_t>(rank));
-    c.in(2).copy_to(s.data(), DataType::float64, s.size());
+    const std::vector<double> s = read_doubles(c.in(2));
     for (int k = 0; k < rank; ++k) {
       if (!(s[std::size_t(k)] > 0)) throw InvalidArgument(fmt::format("onnx: {}: scale {} is not positive", c.node.label(), s[std::size_t(k)]));
       scales[std::size_t(k)] = s[std::size_t(k)];
@@ -185,7 +184,7 @@ void run_upsample(RunContext& c) {
   } else {
     if (!c.has(1) || c.in(1).size() != rank)
       throw InvalidArgument(fmt::format("onnx: {}: needs {} scales", c.node.label(), rank));
-    c.in(1).copy_to(scales.data(), DataType::float64, scales.size());
+    scales = read_doubles(c.in(1));
   }
   std::vector<std::int64_t> sizes(static_cast<std::size_t>(rank));
   for (int k = 0; k < rank; ++k) {

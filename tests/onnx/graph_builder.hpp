@@ -68,6 +68,12 @@ class GraphBuilder {
     a->set_type(::onnx::AttributeProto::INTS);
     for (auto x : v) a->add_ints(x);
   }
+  static void attr_s(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   static void attr_f(::onnx::NodeProto& n, const std::string& name, float v) {
     auto* a = n.add_attribute();
     a->set_name(name);

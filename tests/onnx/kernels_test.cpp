@@ -16,13 +16,20 @@ namespace {
 
 using test::GraphBuilder;
 
-// The graph's one output for x, with x's gradient of its sum.
+// The graph's first output for `inputs`, after a backward pass of its sum,
+// or of its sum weighted by `weights`; the caller marks which inputs require
+// a gradient.
+NDArray forward_with_gradient(onnx::Imported& net, const NDList& inputs, const NDArray& weights = NDArray()) {
+  GradientCollector collector;
+  NDArray y = net.model.block().forward(inputs, true).head();
+  collector.backward(weights.defined() ? y.mul(weights).sum() : y.sum());
+  return y;
+}
+
+// As above for a graph of one input, which gets its gradient.
 NDArray forward_with_gradient(onnx::Imported& net, NDArray& x) {
   x.set_requires_gradient(true);
-  GradientCollector collector;
-  NDArray y = net.model.block().forward(NDList{x}, true).head();
-  collector.backward(y.sum());
-  return y;
+  return forward_with_gradient(net, NDList{x});
 }
 
 }  // namespace
@@ -90,12 +97,7 @@ TEST_CASE("onnx ScatterElements and ScatterND: the updates land, and data and up
                                     nd ? Shape{1, 3} : Shape{1, 2});
     x.set_requires_gradient(true);
     u.set_requires_gradient(true);
-    NDArray y;
-    {
-      GradientCollector collector;
-      y = net.model.block().forward(NDList{x, u}, true).head();
-      collector.backward(y.mul(batch.arange(1.0, 7.0).reshape({2, 3})).sum());
-    }
+    const NDArray y = forward_with_gradient(net, NDList{x, u}, batch.arange(1.0, 7.0).reshape({2, 3}));
     if (nd) {
       CHECK(y.to_vector<float>() == std::vector<float>{0, 1, 2, 10, 20, 30});
       CHECK(x.gradient().to_vector<float>() == std::vector<float>{1, 2, 3, 0, 0, 0});
@@ -126,10 +128,7 @@ TEST_CASE("onnx scatters: two updates for one position under 'none' are an error
     g.input("x", {3}).input("u", {1}).output("y", {3});
     g.ints("at", {1, 1}, {0});
     auto& n = g.node("ScatterND", {"x", "at", "u"}, {"y"}, "product");
-    auto* reduction = n.add_attribute();
-    reduction->set_name("reduction");
-    reduction->set_type(::onnx::AttributeProto::STRING);
-    reduction->set_s("mul");
+    GraphBuilder::attr_s(n, "reduction", "mul");
     CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "mul.onnx"), "mul"),
                          doctest::Contains("reduction 'mul' is not supported"), InvalidArgument);
   }
@@ -145,12 +144,7 @@ TEST_CASE("onnx ReverseSequence: each entry's first steps reversed, the gradient
   NDManager batch = NDManager::new_base_manager("batch");
   NDArray x = batch.arange(0.0, 6.0).reshape({3, 2});  // entry 0: 0 2 4, entry 1: 1 3 5
   x.set_requires_gradient(true);
-  NDArray y;
-  {
-    GradientCollector collector;
-    y = net.model.block().forward(NDList{x}, true).head();
-    collector.backward(y.mul(batch.arange(1.0, 7.0).reshape({3, 2})).sum());
-  }
+  const NDArray y = forward_with_gradient(net, NDList{x}, batch.arange(1.0, 7.0).reshape({3, 2}));
   CHECK(y.to_vector<float>() == std::vector<float>{4, 3, 2, 1, 0, 5});
   CHECK(x.gradient().to_vector<float>() == std::vector<float>{5, 4, 3, 2, 1, 6});
   NDManager other = NDManager::new_base_manager("other");
@@ -174,10 +168,7 @@ onnx::Imported einsum_net(const test::TempFolder& dir, const std::string& equati
   if (two) g.input("b", std::move(b));
   g.output("y", std::move(y));
   auto& n = g.node("Einsum", two ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, {"y"}, "einsum");
-  auto* attr = n.add_attribute();
-  attr->set_name("equation");
-  attr->set_type(::onnx::AttributeProto::STRING);
-  attr->set_s(equation);
+  GraphBuilder::attr_s(n, "equation", equation);
   return onnx::load(g.write(dir / "einsum.onnx"), "einsum");
 }
 
@@ -190,12 +181,7 @@ TEST_CASE("onnx Einsum: a batched product and a diagonal, with the gradients of 
     onnx::Imported net = einsum_net(dir, "bij, bjk -> bik", {2, 3, 4}, {2, 4, 5}, {2, 3, 5});
     NDArray a = batch.arange(0.0, 24.0).reshape({2, 3, 4}).mul(0.1), b = batch.arange(0.0, 40.0).reshape({2, 4, 5});
     a.set_requires_gradient(true);
-    NDArray y;
-    {
-      GradientCollector collector;
-      y = net.model.block().forward(NDList{a, b}, true).head();
-      collector.backward(y.sum());
-    }
+    const NDArray y = forward_with_gradient(net, NDList{a, b});
     const std::vector<float> expected = a.matmul(b).to_vector<float>(), got = y.to_vector<float>();
     REQUIRE(got.size() == expected.size());
     for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]));
@@ -208,12 +194,7 @@ TEST_CASE("onnx Einsum: a batched product and a diagonal, with the gradients of 
     onnx::Imported net = einsum_net(dir, "ii->i", {3, 3}, {}, {3});
     NDArray a = batch.arange(0.0, 9.0).reshape({3, 3});
     a.set_requires_gradient(true);
-    NDArray y;
-    {
-      GradientCollector collector;
-      y = net.model.block().forward(NDList{a}, true).head();
-      collector.backward(y.sum());
-    }
+    const NDArray y = forward_with_gradient(net, NDList{a});
     CHECK(y.to_vector<float>() == std::vector<float>{0, 4, 8});
     CHECK(a.gradient().to_vector<float>() == std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1});
   }
@@ -244,10 +225,7 @@ TEST_CASE("onnx BitShift of uint8 keeps the low 8 bits; MaxPool of uint8 is exac
     GraphBuilder g(11);
     g.input("x", {4}, ::onnx::TensorProto::UINT8).input("by", {4}, ::onnx::TensorProto::UINT8);
     g.output("y", {4}, ::onnx::TensorProto::UINT8);
-    auto* attr = g.node("BitShift", {"x", "by"}, {"y"}, "shift").add_attribute();
-    attr->set_name("direction");
-    attr->set_type(::onnx::AttributeProto::STRING);
-    attr->set_s(direction);
+    GraphBuilder::attr_s(g.node("BitShift", {"x", "by"}, {"y"}, "shift"), "direction", direction);
     onnx::Imported net = onnx::load(g.write(dir / "shift.onnx"), "shift");
     const std::vector<std::uint8_t> y = net.model.block().forward(NDList{x, by}, false).head().to_vector<std::uint8_t>();
     if (std::string(direction) == "LEFT") CHECK(y == std::vector<std::uint8_t>{144, 6, 0, 0});
@@ -295,12 +273,7 @@ TEST_CASE("onnx AveragePool's ceil_mode: the last windows average what they cove
   NDManager batch = NDManager::new_base_manager("batch");
   NDArray x = batch.arange(0.0, 9.0).reshape({1, 1, 3, 3});
   x.set_requires_gradient(true);
-  NDArray y;
-  {
-    GradientCollector collector;
-    y = net.model.block().forward(NDList{x}, true).head();
-    collector.backward(y.sum());
-  }
+  const NDArray y = forward_with_gradient(net, NDList{x});
   CHECK(y.to_vector<float>() == std::vector<float>{2, 3.5f, 6.5f, 8});
   CHECK(x.gradient().to_vector<float>() == std::vector<float>{0.25f, 0.25f, 0.5f, 0.25f, 0.25f, 0.5f, 0.5f, 0.5f, 1});
   GraphBuilder padded;
@@ -313,6 +286,65 @@ TEST_CASE("onnx AveragePool's ceil_mode: the last windows average what they cove
   CHECK_THROWS_WITH_AS(onnx::load(padded.write(dir / "padded.onnx"), "padded"),
                        doctest::Contains("AveragePool 'padded_ceil': AveragePool's ceil_mode with padding"),
                        InvalidArgument);
+}
+
+TEST_CASE("onnx: shapes that do not fit, at forward, name the node and what differs") {
+  test::TempFolder dir("misfits");
+  NDManager batch = NDManager::new_base_manager("batch");
+  auto forward = [&](const GraphBuilder& g, const NDList& inputs) {
+    onnx::Imported net = onnx::load(g.write(dir / "misfit.onnx"), "misfit");
+    return net.model.block().forward(inputs, false);
+  };
+  {
+    GraphBuilder g;
+    g.input("x", {-1, -1}).output("y", {-1});
+    g.ints("at", {3, 1}, {0, 1, 2});
+    GraphBuilder::attr(g.node("GatherND", {"x", "at"}, {"y"}, "batched"), "batch_dims", std::int64_t{1});
+    CHECK_THROWS_WITH_AS(forward(g, NDList{batch.zeros({2, 3})}), doctest::Contains("'batched': indices (3, 1) and data "
+                                                                                    "(2, 3) differ on batch axis 0"),
+                         ShapeMismatch);
+  }
+  {
+    GraphBuilder g;
+    g.input("x", {-1, -1}).input("u", {-1, -1}).output("y", {-1, -1});
+    g.ints("at", {1, 2}, {0, 1});
+    g.node("ScatterElements", {"x", "at", "u"}, {"y"}, "misfit_updates");
+    CHECK_THROWS_WITH_AS(forward(g, NDList{batch.zeros({2, 3}), batch.zeros({1, 3})}),
+                         doctest::Contains("'misfit_updates': indices (1, 2), updates (1, 3)"), ShapeMismatch);
+  }
+  {
+    GraphBuilder g(10);
+    g.input("x", {-1, -1}).output("y", {-1, -1});
+    g.ints("lens", {3}, {1, 1, 1});
+    g.node("ReverseSequence", {"x", "lens"}, {"y"}, "three_lens");
+    CHECK_THROWS_WITH_AS(forward(g, NDList{batch.zeros({4, 2})}),
+                         doctest::Contains("'three_lens': 3 sequence_lens for 2 batch entries"), ShapeMismatch);
+  }
+  {
+    GraphBuilder g(12);
+    g.input("a", {-1, -1}).input("b", {-1, -1}).output("y", {-1, -1});
+    GraphBuilder::attr_s(g.node("Einsum", {"a", "b"}, {"y"}, "product"), "equation", "ij,jk->ik");
+    CHECK_THROWS_WITH_AS(forward(g, NDList{batch.zeros({2, 3}), batch.zeros({4, 5})}),
+                         doctest::Contains("'product': letter 'j' has lengths 3 and 4"), ShapeMismatch);
+  }
+  {
+    GraphBuilder g(9);
+    g.input("x", {1, 1, 2, 2}).output("y", {-1, -1, -1, -1});
+    g.floats("scales", {4}, {1, 1, 0.5f, 1});
+    g.node("Upsample", {"x", "scales"}, {"y"}, "shrink");
+    CHECK_THROWS_WITH_AS(forward(g, NDList{batch.zeros({1, 1, 2, 2})}),
+                         doctest::Contains("'shrink': scale 0.5 is below 1"), InvalidArgument);
+  }
+}
+
+TEST_CASE("onnx: BitShift of another direction or dtype is refused at load, naming the node") {
+  test::TempFolder dir("shift_refused");
+  GraphBuilder up(11);
+  up.input("x", {2}, ::onnx::TensorProto::UINT8).input("by", {2}, ::onnx::TensorProto::UINT8);
+  up.output("y", {2}, ::onnx::TensorProto::UINT8);
+  GraphBuilder::attr_s(up.node("BitShift", {"x", "by"}, {"y"}, "up"), "direction", "UP");
+  CHECK_THROWS_WITH_AS(onnx::load(up.write(dir / "up.onnx"), "up"),
+                       doctest::Contains("BitShift 'up': direction 'UP' is not LEFT or RIGHT"), InvalidArgument);
 }
 
 TEST_CASE("onnx: Celu, LRN and MeanVarianceNormalization pass a finite gradient back to their input") {
@@ -398,10 +430,7 @@ TEST_CASE("onnx: LRN of size 0, and Upsample's linear mode, are refused naming t
     g.input("x", {1, 1, 2, 2}).output("y", {1, 1, 4, 4});
     g.floats("scales", {4}, {1, 1, 2, 2});
     auto& n = g.node("Upsample", {"x", "scales"}, {"y"}, "smooth");
-    auto* mode = n.add_attribute();
-    mode->set_name("mode");
-    mode->set_type(::onnx::AttributeProto::STRING);
-    mode->set_s("linear");
+    GraphBuilder::attr_s(n, "mode", "linear");
     CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "upsample.onnx"), "upsample"),
                          doctest::Contains("Upsample mode 'linear' is not supported"), InvalidArgument);
   }
