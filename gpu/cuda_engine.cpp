@@ -20,6 +20,7 @@
 #include "kernels.hpp"
 #include "ndgc/error.hpp"
 #include "ops/cpu/cpu_engine.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc::cuda {
 
@@ -88,20 +89,25 @@ void CudaEngine::eye(const TensorView& out) {
   kernels::eye(out, on.stream);
 }
 
-void CudaEngine::random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
-                                std::uint64_t offset) {
+void CudaEngine::random_uniform(const TensorView& out, double low, double high, const ops::RandomDraw& draw) {
   if (out.size() == 0) return;
   On on(out);
-  refuse_while_capturing(on.device, "random_uniform", kDrawInCapture);
-  kernels::random_uniform(out, low, high, seed, offset, on.stream);
+  check_draw(on.device, "random_uniform", draw);
+  kernels::random_uniform(out, low, high, draw, on.stream);
 }
 
-void CudaEngine::random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
-                               std::uint64_t offset) {
+void CudaEngine::random_normal(const TensorView& out, double mean, double stddev, const ops::RandomDraw& draw) {
   if (out.size() == 0) return;
   On on(out);
-  refuse_while_capturing(on.device, "random_normal", kDrawInCapture);
-  kernels::random_normal(out, mean, stddev, seed, offset, on.stream);
+  check_draw(on.device, "random_normal", draw);
+  kernels::random_normal(out, mean, stddev, draw, on.stream);
+}
+
+void CudaEngine::set_draw_state(const TensorView& state, std::uint64_t seed, std::uint64_t base) {
+  NDGC_ASSERT(state.size() == 2 && size_of(state.dtype) == 8, "set_draw_state: the state is two 64-bit words");
+  On on(state);
+  refuse_while_capturing(on.device, "set_draw_state", kHostSideInCapture);
+  kernels::set_draw_state(static_cast<std::uint64_t*>(state.data), seed, base, on.stream);
 }
 
 void CudaEngine::copy(const TensorView& in, const TensorView& out) {

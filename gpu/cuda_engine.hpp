@@ -23,10 +23,9 @@ class CudaEngine final : public ops::Engine {
   void fill(const ops::TensorView& out, double value) override;
   void arange(const ops::TensorView& out, double start, double step) override;
   void eye(const ops::TensorView& out) override;
-  void random_uniform(const ops::TensorView& out, double low, double high, std::uint64_t seed,
-                      std::uint64_t offset) override;
-  void random_normal(const ops::TensorView& out, double mean, double stddev, std::uint64_t seed,
-                     std::uint64_t offset) override;
+  void random_uniform(const ops::TensorView& out, double low, double high, const ops::RandomDraw& draw) override;
+  void random_normal(const ops::TensorView& out, double mean, double stddev, const ops::RandomDraw& draw) override;
+  void set_draw_state(const ops::TensorView& state, std::uint64_t seed, std::uint64_t base) override;
   void copy(const ops::TensorView& in, const ops::TensorView& out) override;
   void unary(ops::Unary op, const ops::TensorView& in, const ops::TensorView& out) override;
   void binary(ops::Binary op, const ops::TensorView& a, const ops::TensorView& b,
@@ -58,8 +57,7 @@ class CudaEngine final : public ops::Engine {
                        const ops::TensorView& dx) override;
   void gelu(const ops::TensorView& x, const ops::TensorView& out) override;
   void gelu_backward(const ops::TensorView& x, const ops::TensorView& g, const ops::TensorView& dx) override;
-  void dropout(const ops::TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
-               const ops::TensorView& out) override;
+  void dropout(const ops::TensorView& x, double p, const ops::RandomDraw& draw, const ops::TensorView& out) override;
   void embedding(const ops::TensorView& indices, const ops::TensorView& weight, const ops::TensorView& out) override;
   void embedding_backward(const ops::TensorView& indices, const ops::TensorView& g,
                           const ops::TensorView& dweight) override;

@@ -131,13 +131,12 @@ void CudaEngine::gelu_backward(const TensorView& x, const TensorView& g, const T
   kernels::gelu_backward(x, g, dx, on.stream);
 }
 
-void CudaEngine::dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
-                         const TensorView& out) {
+void CudaEngine::dropout(const TensorView& x, double p, const ops::RandomDraw& draw, const TensorView& out) {
   check_floating(x.dtype, "dropout");
   if (out.size() == 0) return;
   On on(out);
-  refuse_while_capturing(on.device, "dropout", kDrawInCapture);
-  kernels::dropout(x, p, seed, offset, out, on.stream);
+  check_draw(on.device, "dropout", draw);
+  kernels::dropout(x, p, draw, out, on.stream);
 }
 
 void CudaEngine::embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) {

@@ -28,12 +28,25 @@ struct On {
 inline constexpr const char* kHostSideInCapture =
     "a replay could not repeat the host's side; copy before the capture or after a replay";
 inline constexpr const char* kDrawInCapture =
-    "every replay would draw the same random numbers; draw outside the capture";
+    "its random numbers were drawn before the capture began, so every replay would repeat them; draw them inside "
+    "the capture (forward and backward together) or outside the graph";
 
 // InvalidArgument naming `what` and `why` while this thread captures on `device`.
 inline void refuse_while_capturing(int device, const char* what, const char* why) {
   if (capturing(device))
     throw InvalidArgument(fmt::format("{} on gpu({}) while this thread captures a device graph: {}", what, device, why));
+}
+
+// A draw fits the moment (Note [Draws in a device graph] in ops/random.cpp):
+// one reserved in a capture only inside a capture, one reserved outside only
+// outside, else InvalidArgument naming `what`.
+inline void check_draw(int device, const char* what, const ops::RandomDraw& draw) {
+  if (draw.graph_state == nullptr) return refuse_while_capturing(device, what, kDrawInCapture);
+  if (!capturing(device))
+    throw InvalidArgument(fmt::format("{} on gpu({}): its random numbers were reserved while a device graph was "
+                                      "captured, and only a replay of that graph can draw them; run the op's "
+                                      "backward in the same capture",
+                                      what, device));
 }
 
 // `v`'s shape, contiguous, at `data` with `dtype`.

@@ -30,13 +30,19 @@ void generate(const TensorView& out, cudaStream_t stream, F f) {
 }
 
 template <class T>
-void uniform_typed(const TensorView& out, double low, double high, std::uint64_t seed, std::uint64_t offset,
+void uniform_typed(const TensorView& out, double low, double high, const ops::RandomDraw& draw,
                    cudaStream_t stream) {
   T* o = static_cast<T*>(out.data);
   const TensorView* views[1] = {&out};
   for_each(views, stream, [=] __device__(std::int64_t i, const std::int64_t(&off)[1]) {
-    o[off[0]] = ops::random::uniform_at<T>(low, high, seed, offset + std::uint64_t(i));
+    const ops::RandomDraw at = ops::random::start_of(draw);
+    o[off[0]] = ops::random::uniform_at<T>(low, high, at.seed, at.offset + std::uint64_t(i));
   });
+}
+
+__global__ void set_draw_state_kernel(std::uint64_t* state, std::uint64_t seed, std::uint64_t base) {
+  state[0] = seed;
+  state[1] = base;
 }
 
 template <class I, class T>
@@ -67,9 +73,10 @@ struct Eye {
 };
 struct Normal {
   double mean, stddev;
-  std::uint64_t seed, offset;
+  ops::RandomDraw draw;
   __device__ double operator()(std::int64_t i) const {
-    return ops::random::normal_at(mean, stddev, seed, offset, std::uint64_t(i));
+    const ops::RandomDraw at = ops::random::start_of(draw);
+    return ops::random::normal_at(mean, stddev, at.seed, at.offset, std::uint64_t(i));
   }
 };
 
@@ -81,14 +88,19 @@ void arange(const TensorView& out, double start, double step, cudaStream_t strea
 
 void eye(const TensorView& out, cudaStream_t stream) { generate(out, stream, Eye{out.shape[1]}); }
 
-void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed, std::uint64_t offset,
+void random_uniform(const TensorView& out, double low, double high, const ops::RandomDraw& draw,
                     cudaStream_t stream) {
-  dispatch(out.dtype, [&](auto tag) { uniform_typed<decltype(tag)>(out, low, high, seed, offset, stream); });
+  dispatch(out.dtype, [&](auto tag) { uniform_typed<decltype(tag)>(out, low, high, draw, stream); });
 }
 
-void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed, std::uint64_t offset,
+void random_normal(const TensorView& out, double mean, double stddev, const ops::RandomDraw& draw,
                    cudaStream_t stream) {
-  generate(out, stream, Normal{mean, stddev, seed, offset});
+  generate(out, stream, Normal{mean, stddev, draw});
+}
+
+void set_draw_state(std::uint64_t* state, std::uint64_t seed, std::uint64_t base, cudaStream_t stream) {
+  set_draw_state_kernel<<<1, 1, 0, stream>>>(state, seed, base);
+  CUDA_CHECK_LAUNCH();
 }
 
 void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out, std::int64_t* err,

@@ -27,10 +27,14 @@ void where(const TensorView& condition, const TensorView& a, const TensorView& b
 // generator_kernels.cu (the CPU twins are in cpu_engine.cpp)
 void arange(const TensorView& out, double start, double step, cudaStream_t stream);
 void eye(const TensorView& out, cudaStream_t stream);
-void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed, std::uint64_t offset,
+// The random kernels resolve `draw` on the device (random::start_of): a
+// graph's draw reads its state when a replay runs.
+void random_uniform(const TensorView& out, double low, double high, const ops::RandomDraw& draw,
                     cudaStream_t stream);
-void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed, std::uint64_t offset,
+void random_normal(const TensorView& out, double mean, double stddev, const ops::RandomDraw& draw,
                    cudaStream_t stream);
+// state[0] = seed, state[1] = base: a device graph's draw state before a replay.
+void set_draw_state(std::uint64_t* state, std::uint64_t seed, std::uint64_t base, cudaStream_t stream);
 // `out` is contiguous and already zero.
 void one_hot(const TensorView& indices, std::int64_t depth, const TensorView& out, std::int64_t* err,
              cudaStream_t stream);
@@ -72,7 +76,7 @@ void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const o
 // contiguous); embedding over indices already packed as contiguous int64.
 void gelu(const TensorView& x, const TensorView& out, cudaStream_t stream);
 void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx, cudaStream_t stream);
-void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset, const TensorView& out,
+void dropout(const TensorView& x, double p, const ops::RandomDraw& draw, const TensorView& out,
              cudaStream_t stream);
 // Flags the first index (by position) outside [0, rows): err = [1, count - position].
 void check_indices(const std::int64_t* indices, std::int64_t count, std::int64_t rows, std::int64_t* err,

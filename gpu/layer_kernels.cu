@@ -60,7 +60,7 @@ void gelu_backward_typed(const TensorView& x, const TensorView& g, const TensorV
 }
 
 template <class T>
-void dropout_typed(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset, const TensorView& out,
+void dropout_typed(const TensorView& x, double p, const ops::RandomDraw& draw, const TensorView& out,
                    cudaStream_t stream) {
   T* o = static_cast<T*>(out.data);
   const T* in = static_cast<const T*>(x.data);
@@ -69,7 +69,8 @@ void dropout_typed(const TensorView& x, double p, std::uint64_t seed, std::uint6
   const TensorView* views[2] = {&out, &x};
   for_each(views, stream, [=] __device__(std::int64_t, const std::int64_t(&off)[2]) {
     // out is contiguous: its offset is the element's row-major position.
-    o[off[0]] = ops::random::keeps(seed, offset + std::uint64_t(off[0]), threshold) ? in[off[1]] * scale : T(0);
+    const ops::RandomDraw at = ops::random::start_of(draw);
+    o[off[0]] = ops::random::keeps(at.seed, at.offset + std::uint64_t(off[0]), threshold) ? in[off[1]] * scale : T(0);
   });
 }
 
@@ -178,10 +179,10 @@ void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& d
   else gelu_backward_typed<float>(x, g, dx, stream);
 }
 
-void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset, const TensorView& out,
+void dropout(const TensorView& x, double p, const ops::RandomDraw& draw, const TensorView& out,
              cudaStream_t stream) {
-  if (x.dtype == DataType::float64) dropout_typed<double>(x, p, seed, offset, out, stream);
-  else dropout_typed<float>(x, p, seed, offset, out, stream);
+  if (x.dtype == DataType::float64) dropout_typed<double>(x, p, draw, out, stream);
+  else dropout_typed<float>(x, p, draw, out, stream);
 }
 
 void check_indices(const std::int64_t* indices, std::int64_t count, std::int64_t rows, std::int64_t* err,

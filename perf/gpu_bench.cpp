@@ -4,6 +4,8 @@
 //   - a large element-wise add vs a device-to-device copy of the same bytes
 //     (bandwidth: bytes moved per second, reported as a counter);
 //   - a 4096² float32 matmul through ndgc vs the same cublasSgemm made directly;
+//   - 4096² bfloat16 and float16 matmuls (float32 accumulation) through ndgc
+//     vs the same cublasGemmEx made directly (issue 43: aim within 5 %);
 //   - host overhead of a small op (launch included, synchronised every 256).
 //
 //   build/perf/bench_gpu --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -14,6 +16,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <string>
 #include <vector>
 
 #include <ndgc/cuda.hpp>
@@ -128,6 +131,60 @@ void BM_MatmulCublas(benchmark::State& state) {
   cudaFree(c);
 }
 BENCHMARK(BM_MatmulCublas)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// 16-bit products: Arg(0) bfloat16, Arg(1) float16.
+DataType half_of(const benchmark::State& state) {
+  return state.range(0) == 0 ? DataType::bfloat16 : DataType::float16;
+}
+
+void BM_MatmulNdgc16(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  NDManager g = NDManager::new_base_manager("bench", Device::gpu(0));
+  const DataType t = half_of(state);
+  NDArray a = g.random_uniform({kN, kN}).to_type(t), b = g.random_uniform({kN, kN}).to_type(t);
+  for (auto _ : state) {
+    NDScope scope;
+    NDArray c = a.matmul(b);
+    cuda::synchronize(Device::gpu(0));
+  }
+  state.SetLabel(std::string(to_string(t)));
+}
+BENCHMARK(BM_MatmulNdgc16)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_MatmulCublas16(benchmark::State& state) {
+  if (!need_gpu(state)) return;
+  const DataType t = half_of(state);
+  const cudaDataType_t type = t == DataType::bfloat16 ? CUDA_R_16BF : CUDA_R_16F;
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  const std::size_t bytes = std::size_t(kN) * kN * 2;
+  cudaMalloc(&a, bytes);
+  cudaMalloc(&b, bytes);
+  cudaMalloc(&c, bytes);
+  {  // BM_MatmulNdgc16's kind of operands, their 16-bit patterns copied over
+    NDManager host = NDManager::new_base_manager("bench operands");
+    const NDArray values = host.random_uniform({kN, kN}).to_type(t);
+    auto copy_over = [&](const auto& v) {
+      cudaMemcpy(a, v.data(), bytes, cudaMemcpyHostToDevice);
+      cudaMemcpy(b, v.data(), bytes, cudaMemcpyHostToDevice);
+    };
+    if (t == DataType::bfloat16) copy_over(values.to_vector<bfloat16>());
+    else copy_over(values.to_vector<float16>());
+  }
+  cublasHandle_t h = nullptr;
+  cublasCreate(&h);
+  const float one = 1, zero = 0;
+  for (auto _ : state) {
+    cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one, b, type, kN, a, type, kN, &zero, c, type, kN,
+                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    cudaDeviceSynchronize();
+  }
+  cublasDestroy(h);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  state.SetLabel(std::string(to_string(t)));
+}
+BENCHMARK(BM_MatmulCublas16)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_SmallOpOverhead(benchmark::State& state) {
   if (!need_gpu(state)) return;

@@ -18,9 +18,14 @@ both); ndgc is not involved. What it times mirrors an ndgc benchmark:
 
   python3 perf/torch_gpu_reference.py --data-dir /usr/share/datasets/fashion-mnist --epochs 3
 
+`--precision bf16|fp16` runs forward and loss under torch.autocast, as
+`ndgc-train --precision` does (fp16 eager only, with a GradScaler);
+`--modes eager` or `--modes cuda-graph` runs one of the two.
+
 Prints one line per figure: `torch <name> <value> <unit>`.
 """
 import argparse
+import contextlib
 import gzip
 import os
 import time
@@ -93,8 +98,18 @@ def evaluate(net, tx, ty, batch):
         for s in range(0, len(tx), batch):
             xb = tx[s:s + batch].pin_memory().cuda(non_blocking=True)
             yb = ty[s:s + batch].pin_memory().cuda(non_blocking=True)
-            correct += (net(xb).argmax(1) == yb).sum()
+            with autocast():
+                correct += (net(xb).argmax(1) == yb).sum()
     return correct.item() / len(tx)
+
+
+AUTOCAST = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+PRECISION = "fp32"
+
+
+def autocast():
+    dtype = AUTOCAST[PRECISION]
+    return torch.autocast("cuda", dtype=dtype) if dtype else contextlib.nullcontext()
 
 
 def time_epochs(net, x, tx, ty, batch, epochs, seed, train_batch, loss_total):
@@ -123,15 +138,18 @@ def epochs_eager(name, x, y, tx, ty, batch, epochs, seed):
     net, loss_fn = model(name), torch.nn.CrossEntropyLoss()
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     total = torch.zeros((), device="cuda")
+    scaler = torch.amp.GradScaler("cuda", enabled=PRECISION == "fp16")
 
     def train_batch(idx):
         xb = x[idx].pin_memory().cuda(non_blocking=True)
         yb = y[idx].pin_memory().cuda(non_blocking=True)
-        loss = loss_fn(net(xb), yb)
+        with autocast():
+            loss = loss_fn(net(xb), yb)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        total.add_(loss.detach())
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        total.add_(loss.detach().float())
 
     return time_epochs(net, x, tx, ty, batch, epochs, seed, train_batch, total)
 
@@ -145,11 +163,12 @@ def epochs_graph(name, x, y, tx, ty, batch, epochs, seed):
     total = torch.zeros((), device="cuda")
 
     def step():
-        loss = loss_fn(net(static_x), static_y)
+        with autocast():
+            loss = loss_fn(net(static_x), static_y)
         opt.zero_grad(set_to_none=False)
         loss.backward()
         opt.step()
-        total.add_(loss.detach())
+        total.add_(loss.detach().float())
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -176,7 +195,11 @@ def main():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--small-op-iterations", type=int, default=200000)
     p.add_argument("--model", choices=("mlp", "cnn", "lstm"), default="mlp")
+    p.add_argument("--precision", choices=tuple(AUTOCAST), default="fp32")
+    p.add_argument("--modes", default="eager,cuda-graph")
     args = p.parse_args()
+    global PRECISION
+    PRECISION = args.precision
     print(f"torch version {torch.__version__} device {torch.cuda.get_device_name(0)}", flush=True)
     if args.small_op_iterations > 0:
         print(f"torch small-op {small_op(args.small_op_iterations):.0f} ns/op", flush=True)
@@ -186,9 +209,15 @@ def main():
     y = torch.from_numpy(labels.astype(np.int64))
     tx = torch.from_numpy(load_idx(find(args.data_dir, "t10k-images-idx3-ubyte")).reshape(-1, 784).astype(np.float32) / 255.0)
     ty = torch.from_numpy(load_idx(find(args.data_dir, "t10k-labels-idx1-ubyte")).astype(np.int64))
+    modes = args.modes.split(",")
+    if args.precision == "fp16" and "cuda-graph" in modes:
+        p.error("--precision fp16 runs eager only (GradScaler reads the gradients on the host)")
     for name, run in (("eager", epochs_eager), ("cuda-graph", epochs_graph)):
+        if name not in modes:
+            continue
         times = run(args.model, x, y, tx, ty, args.batch_size, args.epochs, 1)
-        print(f"torch {args.model}-epoch-{name} " + " ".join(f"{t:.3f}" for t in times) + " s", flush=True)
+        print(f"torch {args.model}-epoch-{name} {args.precision} batch {args.batch_size} "
+              + " ".join(f"{t:.3f}" for t in times) + " s", flush=True)
 
 
 if __name__ == "__main__":

@@ -182,15 +182,24 @@ class SimEngine final : public ops::Engine {
     on_device("eye", {&out});
     run([=] { cpu().eye(out); });
   }
-  void random_uniform(const ops::TensorView& out, double low, double high, std::uint64_t seed,
-                      std::uint64_t offset) override {
+  // A draw's state is "device" memory read when the recorded call runs, as
+  // the CUDA kernels read it (Note [Draws in a device graph]).
+  void random_uniform(const ops::TensorView& out, double low, double high, const ops::RandomDraw& draw) override {
     on_device("random_uniform", {&out});
-    run([=] { cpu().random_uniform(out, low, high, seed, offset); });
+    check_draw("random_uniform", draw);
+    run([=] { cpu().random_uniform(out, low, high, draw); });
   }
-  void random_normal(const ops::TensorView& out, double mean, double stddev, std::uint64_t seed,
-                     std::uint64_t offset) override {
+  void random_normal(const ops::TensorView& out, double mean, double stddev, const ops::RandomDraw& draw) override {
     on_device("random_normal", {&out});
-    run([=] { cpu().random_normal(out, mean, stddev, seed, offset); });
+    check_draw("random_normal", draw);
+    run([=] { cpu().random_normal(out, mean, stddev, draw); });
+  }
+  void set_draw_state(const ops::TensorView& state, std::uint64_t seed, std::uint64_t base) override {
+    on_device("set_draw_state", {&state});
+    refuse_while_capturing("set_draw_state");
+    auto* words = static_cast<std::uint64_t*>(state.data);
+    words[0] = seed;
+    words[1] = base;
   }
   void copy(const ops::TensorView& in, const ops::TensorView& out) override {
     on_device("copy", {&in, &out});
@@ -349,6 +358,12 @@ class SimEngine final : public ops::Engine {
   void refuse_while_capturing(const char* what) const {
     if (capturing_here())
       throw InvalidArgument(std::string("SimGpu: ") + what + " while this thread captures a device graph");
+  }
+  // As the CUDA engine's check_draw: a graph's draw only in a capture, any other outside.
+  void check_draw(const char* what, const ops::RandomDraw& draw) const {
+    if (draw.graph_state == nullptr) return refuse_while_capturing(what);
+    if (!capturing_here())
+      throw InvalidArgument(std::string("SimGpu: ") + what + " of a draw reserved in a capture, outside it");
   }
 
   const TrackedSegmentSource& device_;

@@ -42,13 +42,23 @@ struct ToyRun {
   std::int64_t graph_captures = 0, graph_replays = 0;
 };
 
+// The toy problem's network: 16 hidden units, with dropout after them when p > 0.
+inline std::unique_ptr<nn::Block> toy_network(double dropout) {
+  if (dropout == 0) return std::make_unique<nn::Mlp>(kToyFeatures, kToyClasses, std::vector<std::int64_t>{16});
+  auto net = std::make_unique<nn::SequentialBlock>();
+  net->add(std::make_unique<nn::Linear>(16)).add(nn::relu_block()).add(std::make_unique<nn::Dropout>(dropout));
+  net->add(std::make_unique<nn::Linear>(kToyClasses));
+  return net;
+}
+
 // `epochs` of fit() on `rows` rows of the toy problem (validated on them),
-// for an MLP with 16 hidden units on `device`, seeded alike every time.
-inline ToyRun fit_toy_problem(Device device, std::int64_t rows, std::int64_t epochs, training::TrainingConfig config) {
+// for toy_network(dropout) on `device`, seeded alike every time.
+inline ToyRun fit_toy_problem(Device device, std::int64_t rows, std::int64_t epochs, training::TrainingConfig config,
+                              double dropout = 0) {
   NDManager host = NDManager::new_base_manager("host data");
   data::ArrayDataset data = toy_problem(host, rows);
   set_random_seed(21);
-  Model model("toy", std::make_unique<nn::Mlp>(kToyFeatures, kToyClasses, std::vector<std::int64_t>{16}), device);
+  Model model("toy", toy_network(dropout), device);
   model.initialize(Shape{kToyBatch, kToyFeatures});
   training::Trainer trainer(model, std::move(config));
   training::fit(trainer, epochs, data, &data);

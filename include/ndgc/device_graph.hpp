@@ -17,11 +17,14 @@
 //     count) is frozen in the graph; Trainer's cuda_graph mode and
 //     Optimizer::set_capturable() keep such values in device memory;
 //   - during the capture nothing reads an array on the host or copies to or
-//     from it (item, to_vector, to_device(cpu()) throw InvalidArgument),
-//     nothing draws random numbers (random_uniform, random_normal and
-//     training-mode dropout throw InvalidArgument: the stream's position is
-//     the host's, so every replay would repeat one draw), and no other
-//     thread may use the device.
+//     from it (item, to_vector, to_device(cpu()) throw InvalidArgument), and
+//     no other thread may use the device;
+//   - random draws in the capture (random_uniform, random_normal,
+//     training-mode dropout) draw anew in each replay: a replay takes the
+//     next positions of the random stream, as the same work run eagerly
+//     would, so for a seed the eager and the replayed work draw the same
+//     numbers. A dropout drawn before the capture cannot have its backward
+//     inside it (InvalidArgument: every replay would repeat its mask).
 // Memory: arrays made during the capture take their memory from a pool kept
 // for the graph, so nothing allocated between replays can overlap what a
 // replay writes; the pool goes back to the device's cache when the graph is

@@ -122,7 +122,7 @@ void dropout_rule(Rule& r) {
   if (!r.needs(0)) return;
   Scratch dx(r.g.shape(), r.g.dtype(), r.device());
   const ops::RandomDraw& stream = r.detail<ops::RandomDraw>();
-  if (dx.shape().size() > 0) r.engine().dropout(r.g.view(), r.node.op.scalar, stream.seed, stream.offset, dx.view());
+  if (dx.shape().size() > 0) r.engine().dropout(r.g.view(), r.node.op.scalar, stream, dx.view());
   r.out[0] = std::move(dx);
 }
 

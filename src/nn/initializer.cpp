@@ -56,9 +56,9 @@ void RandomInitializer::fill_normal(const NDArray& array, double mean, double st
   const auto count = std::uint64_t(a->size());
   if (count == 0) return;
   // random_normal uses two positions per element (Box-Muller), as the factory reserves.
-  ops::RandomDraw draw = seed_ ? ops::RandomDraw{*seed_, offset_} : ops::reserve_random(2 * count);
+  const ops::RandomDraw draw = seed_ ? ops::RandomDraw{*seed_, offset_} : ops::reserve_random(2 * count, a->device);
   if (seed_) offset_ += 2 * count;
-  ops::engine(a->device).random_normal(ops::view_of(*a), mean, stddev, draw.seed, draw.offset);
+  ops::engine(a->device).random_normal(ops::view_of(*a), mean, stddev, draw);
 }
 
 void RandomInitializer::fill_uniform(const NDArray& array, double low, double high) const {
@@ -66,9 +66,9 @@ void RandomInitializer::fill_uniform(const NDArray& array, double low, double hi
   Pinned a = pin_floating(array, "initializer");
   const auto count = std::uint64_t(a->size());
   if (count == 0) return;
-  ops::RandomDraw draw = seed_ ? ops::RandomDraw{*seed_, offset_} : ops::reserve_random(count);
+  const ops::RandomDraw draw = seed_ ? ops::RandomDraw{*seed_, offset_} : ops::reserve_random(count, a->device);
   if (seed_) offset_ += count;
-  ops::engine(a->device).random_uniform(ops::view_of(*a), low, high, draw.seed, draw.offset);
+  ops::engine(a->device).random_uniform(ops::view_of(*a), low, high, draw);
 }
 
 void NormalInitializer::initialize(const NDArray& array) const { fill_normal(array, 0, sigma_); }

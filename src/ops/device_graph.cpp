@@ -12,6 +12,10 @@
 // pool is released, so no replay can run on memory someone else has been
 // given. Pool keys are odd numbers with the top bit set, which no stream
 // handle (a pointer, or 0) is.
+// Random draws in the work read a state the graph keeps in device memory,
+// which each replay sets first: Note [Draws in a device graph] in
+// ops/random.cpp. The state is allocated before the pool opens and freed
+// after the graph is destroyed.
 #include "ndgc/device_graph.hpp"
 
 #include <array>
@@ -24,6 +28,7 @@
 #include "memory/allocator.hpp"
 #include "ndgc/error.hpp"
 #include "ops/engine.hpp"
+#include "ops/random.hpp"
 
 namespace ndgc {
 namespace {
@@ -52,14 +57,43 @@ struct CaptureSlot {
 
 }  // namespace
 
+// The replay's (seed, base) in device memory: two uint64.
+class DrawState {
+ public:
+  static constexpr std::size_t kBytes = 2 * sizeof(std::uint64_t);
+  explicit DrawState(Device device)
+      : device_(device), data_(static_cast<std::uint64_t*>(memory::allocator(device).allocate(kBytes))) {}
+  ~DrawState() {
+    if (data_) memory::allocator(device_).deallocate(data_, kBytes);
+  }
+  DrawState(DrawState&& o) noexcept : device_(o.device_), data_(std::exchange(o.data_, nullptr)) {}
+  DrawState(const DrawState&) = delete;
+  DrawState& operator=(const DrawState&) = delete;
+  DrawState& operator=(DrawState&&) = delete;
+
+  const std::uint64_t* data() const noexcept { return data_; }
+  // Queues the write of the next replay's draws: `span` positions of the current stream.
+  void advance(std::uint64_t span) {
+    const ops::RandomDraw at = ops::reserve_random(span);
+    ops::engine(device_).set_draw_state(ops::contiguous_view(data_, DataType::int64, Shape{2}), at.seed, at.offset);
+  }
+
+ private:
+  Device device_;
+  std::uint64_t* data_;
+};
+
 struct DeviceGraph::Impl {
-  Impl(Device d, std::uint64_t p, std::unique_ptr<ops::CapturedGraph> g) : device(d), pool(p), graph(std::move(g)) {}
+  Impl(Device d, std::uint64_t p, DrawState s, std::uint64_t n, std::unique_ptr<ops::CapturedGraph> g)
+      : device(d), pool(p), draws(std::move(s)), span(n), graph(std::move(g)) {}
   ~Impl() {
     graph.reset();  // first: see Note [Device graphs]
     memory::allocator(device).release_private_pool(pool);
   }
   Device device;
   std::uint64_t pool;
+  DrawState draws;
+  std::uint64_t span;  // positions of the random stream a replay draws
   std::unique_ptr<ops::CapturedGraph> graph;
 };
 
@@ -75,6 +109,7 @@ DeviceGraph DeviceGraph::capture(Device device, const std::function<void()>& wor
   ops::Engine& engine = ops::engine(device);  // first: it checks the device
   memory::DeviceAllocator& allocator = memory::allocator(device);
   const CaptureSlot slot(device);
+  DrawState draws(device);
   const std::uint64_t pool = next_pool();
   allocator.open_private_pool(pool);
   if (!engine.begin_capture(device)) {
@@ -82,8 +117,11 @@ DeviceGraph DeviceGraph::capture(Device device, const std::function<void()>& wor
     throw InvalidArgument(fmt::format("DeviceGraph::capture: the engine of {} cannot capture graphs",
                                       device.to_string()));
   }
+  std::uint64_t span = 0;
   try {
+    const ops::GraphDraws graph_draws(device, draws.data());
     work();
+    span = graph_draws.span();
   } catch (...) {
     try {
       (void)engine.end_capture(device);
@@ -101,12 +139,13 @@ DeviceGraph DeviceGraph::capture(Device device, const std::function<void()>& wor
     allocator.release_private_pool(pool);
     throw;
   }
-  return DeviceGraph(std::make_unique<Impl>(device, pool, std::move(graph)));
+  return DeviceGraph(std::make_unique<Impl>(device, pool, std::move(draws), span, std::move(graph)));
 }
 
 void DeviceGraph::replay() {
   if (!impl_) throw InvalidArgument("DeviceGraph::replay: this graph was moved from");
   detail::enter();
+  if (impl_->span > 0) impl_->draws.advance(impl_->span);
   impl_->graph->replay();
 }
 

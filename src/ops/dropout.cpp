@@ -32,8 +32,8 @@ NDArray dropout(const NDArray& x, double p, bool training, Site site) {
   if (!training || p == 0) return x;
   check_layer_kernels(op, px->device);
   auto out = new_output(px->shape, px->dtype, px->device, site, op);
-  const RandomDraw draw = reserve_random(std::uint64_t(out->size()));
-  if (out->size() > 0) engine(px->device).dropout(view_of(*px), p, draw.seed, draw.offset, view_of(*out));
+  const RandomDraw draw = reserve_random(std::uint64_t(out->size()), px->device);
+  if (out->size() > 0) engine(px->device).dropout(view_of(*px), p, draw, view_of(*out));
   NDArray result = publish_like(std::move(out), *px, op);
   record({.kind = OpKind::dropout, .scalar = p}, draw, {x}, result);
   return result;

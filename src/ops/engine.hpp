@@ -22,6 +22,7 @@
 #include "ndgc/dtype.hpp"
 #include "ndgc/shape.hpp"
 #include "ops/conv_math.hpp"
+#include "ops/random_stream.hpp"  // RandomDraw
 
 namespace ndgc::ops {
 
@@ -131,12 +132,18 @@ class Engine {
   virtual void arange(const TensorView& out, double start, double step) = 0;
   // A 2-D out: ones on the main diagonal, zeros elsewhere.
   virtual void eye(const TensorView& out) = 0;
-  // Counter-based: element i of the call draws from stream (seed, offset + i),
-  // so results do not depend on threads or on how the work is split.
-  virtual void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
-                              std::uint64_t offset) = 0;
-  virtual void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
-                             std::uint64_t offset) = 0;
+  // Counter-based: element i of the call draws from stream (seed, offset + i)
+  // of random::start_of(draw), so results do not depend on threads or on how
+  // the work is split. A draw with a graph_state is only valid while this
+  // thread captures on out's device (Note [Draws in a device graph] in
+  // ops/random.cpp); one without is refused there (InvalidArgument).
+  virtual void random_uniform(const TensorView& out, double low, double high, const RandomDraw& draw) = 0;
+  virtual void random_normal(const TensorView& out, double mean, double stddev, const RandomDraw& draw) = 0;
+  // Writes a replay's (seed, base) into a device graph's draw state: two
+  // uint64 at state.data, on state's device, queued before what follows.
+  virtual void set_draw_state(const TensorView& /*state*/, std::uint64_t /*seed*/, std::uint64_t /*base*/) {
+    unavailable("set_draw_state");
+  }
 
   // Element-wise copy with dtype conversion; `in` has out's shape (maybe broadcast).
   virtual void copy(const TensorView& in, const TensorView& out) = 0;
@@ -262,8 +269,9 @@ class Engine {
     unavailable("gelu_backward");
   }
   // out[i] = x[i] / (1 - p) where random::unit(seed, offset + i) >= p, else 0
-  // (i in row-major order). The backward is the same call on the gradient.
-  virtual void dropout(const TensorView& /*x*/, double /*p*/, std::uint64_t /*seed*/, std::uint64_t /*offset*/,
+  // (i in row-major order; seed and offset as random_uniform's). The backward
+  // is the same call on the gradient.
+  virtual void dropout(const TensorView& /*x*/, double /*p*/, const RandomDraw& /*draw*/,
                        const TensorView& /*out*/) {
     unavailable("dropout");
   }

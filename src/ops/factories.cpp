@@ -79,16 +79,14 @@ NDArray ManagerRef::eye(std::int64_t n, std::int64_t m, DataType dtype, Site sit
 NDArray ManagerRef::random_uniform(const Shape& shape, double low, double high, DataType dtype, Site site) const {
   if (!(low <= high)) throw InvalidArgument(fmt::format("random_uniform: low {} is above high {}", low, high));
   return make(impl_, shape, dtype, site, "random_uniform", [&](Engine& e, const TensorView& v) {
-    RandomDraw d = reserve_random(std::uint64_t(v.size()));
-    e.random_uniform(v, low, high, d.seed, d.offset);
+    e.random_uniform(v, low, high, reserve_random(std::uint64_t(v.size()), device()));
   });
 }
 
 NDArray ManagerRef::random_normal(const Shape& shape, double mean, double stddev, DataType dtype, Site site) const {
   if (!(stddev >= 0)) throw InvalidArgument(fmt::format("random_normal: stddev {} is negative", stddev));
   return make(impl_, shape, dtype, site, "random_normal", [&](Engine& e, const TensorView& v) {
-    RandomDraw d = reserve_random(2 * std::uint64_t(v.size()));
-    e.random_normal(v, mean, stddev, d.seed, d.offset);
+    e.random_normal(v, mean, stddev, reserve_random(2 * std::uint64_t(v.size()), device()));
   });
 }
 

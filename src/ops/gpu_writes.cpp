@@ -55,15 +55,17 @@ class WriteCountingEngine final : public Engine {
     CountsAsGpuWrite w;
     target()->eye(out);
   }
-  void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
-                      std::uint64_t offset) override {
+  void random_uniform(const TensorView& out, double low, double high, const RandomDraw& draw) override {
     CountsAsGpuWrite w;
-    target()->random_uniform(out, low, high, seed, offset);
+    target()->random_uniform(out, low, high, draw);
   }
-  void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
-                     std::uint64_t offset) override {
+  void random_normal(const TensorView& out, double mean, double stddev, const RandomDraw& draw) override {
     CountsAsGpuWrite w;
-    target()->random_normal(out, mean, stddev, seed, offset);
+    target()->random_normal(out, mean, stddev, draw);
+  }
+  void set_draw_state(const TensorView& state, std::uint64_t seed, std::uint64_t base) override {
+    CountsAsGpuWrite w;
+    target()->set_draw_state(state, seed, base);
   }
   void copy(const TensorView& in, const TensorView& out) override {
     CountsAsGpuWrite w;
@@ -170,10 +172,9 @@ class WriteCountingEngine final : public Engine {
     CountsAsGpuWrite w;
     target()->gelu_backward(x, g, dx);
   }
-  void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
-               const TensorView& out) override {
+  void dropout(const TensorView& x, double p, const RandomDraw& draw, const TensorView& out) override {
     CountsAsGpuWrite w;
-    target()->dropout(x, p, seed, offset, out);
+    target()->dropout(x, p, draw, out);
   }
   void embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) override {
     CountsAsGpuWrite w;

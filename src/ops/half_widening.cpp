@@ -119,19 +119,20 @@ class HalfWideningEngine final : public Engine {
     e().eye(o);
     o.store();
   }
-  void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
-                      std::uint64_t offset) override {
-    if (!half(out)) return e().random_uniform(out, low, high, seed, offset);
+  void random_uniform(const TensorView& out, double low, double high, const RandomDraw& draw) override {
+    if (!half(out)) return e().random_uniform(out, low, high, draw);
     Wide o(e(), out, R::out);
-    e().random_uniform(o, low, high, seed, offset);
+    e().random_uniform(o, low, high, draw);
     o.store();
   }
-  void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
-                     std::uint64_t offset) override {
-    if (!half(out)) return e().random_normal(out, mean, stddev, seed, offset);
+  void random_normal(const TensorView& out, double mean, double stddev, const RandomDraw& draw) override {
+    if (!half(out)) return e().random_normal(out, mean, stddev, draw);
     Wide o(e(), out, R::out);
-    e().random_normal(o, mean, stddev, seed, offset);
+    e().random_normal(o, mean, stddev, draw);
     o.store();
+  }
+  void set_draw_state(const TensorView& state, std::uint64_t seed, std::uint64_t base) override {
+    e().set_draw_state(state, seed, base);
   }
 
   // ---- the engine converts these itself ----------------------------------------
@@ -316,13 +317,14 @@ class HalfWideningEngine final : public Engine {
       o.store();
     });
   }
-  void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
-               const TensorView& out) override {
-    if (!any_half(x, out)) return e().dropout(x, p, seed, offset, out);
+  void dropout(const TensorView& x, double p, const RandomDraw& draw, const TensorView& out) override {
+    if (!any_half(x, out)) return e().dropout(x, p, draw, out);
     const std::int64_t per_row = out.rank && out.shape[0] ? out.size() / out.shape[0] : 0;
     by_slices(out, [&](std::int64_t at, std::int64_t n) {  // element i draws (seed, offset + i), i row-major
       Wide wx(e(), slice(x, at, n), R::in), o(e(), slice(out, at, n), R::out);
-      e().dropout(wx, p, seed, offset + std::uint64_t(at * per_row), o);
+      RandomDraw part = draw;
+      part.offset += std::uint64_t(at * per_row);
+      e().dropout(wx, p, part, o);
       o.store();
     });
   }

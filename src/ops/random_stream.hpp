@@ -17,9 +17,32 @@
 #include <type_traits>
 
 #include "ndgc/half.hpp"
-#include "ops/index_math.hpp"  // NDGC_HD
+#include "ops/host_device.hpp"  // NDGC_HD
+
+namespace ndgc::ops {
+
+// Positions [offset, offset + n) of the stream named by `seed`, for a call
+// that draws n numbers. A draw reserved while a device graph is captured on
+// its device has `graph_state` set: it then names device memory holding the
+// (seed, base) of the replay that runs it, written before each replay, and
+// `offset` counts from that base (Note [Draws in a device graph] in
+// ops/random.cpp); `seed` is unused.
+struct RandomDraw {
+  std::uint64_t seed = 0, offset = 0;
+  const std::uint64_t* graph_state = nullptr;
+};
+
+}  // namespace ndgc::ops
 
 namespace ndgc::ops::random {
+
+// Where a kernel's draw starts: the call's own (seed, offset), or, for a
+// draw in a device graph, the replay's seed and base plus the draw's offset.
+// Read on the device for a graph's kernels, so each replay draws anew.
+NDGC_HD inline RandomDraw start_of(const RandomDraw& draw) noexcept {
+  if (draw.graph_state == nullptr) return draw;
+  return {draw.graph_state[0], draw.graph_state[1] + draw.offset, nullptr};
+}
 
 NDGC_HD inline std::uint64_t mix(std::uint64_t seed, std::uint64_t counter) noexcept {
   std::uint64_t z = seed + (counter + 1) * 0x9E3779B97F4A7C15ull;

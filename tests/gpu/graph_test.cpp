@@ -58,22 +58,70 @@ TEST_CASE("host reads inside a CUDA graph's capture throw InvalidArgument; the d
   CHECK(y.to_vector<float>() == std::vector<float>{2, 2, 2, 2});
 }
 
-TEST_CASE("random draws and dropout inside a CUDA graph's capture throw InvalidArgument: a replay would repeat them") {
+TEST_CASE("random draws and dropout in a CUDA graph: each replay draws what the eager calls draw at that point") {
   NDManager g = NDManager::new_base_manager("graph draws", Device::gpu(0));
-  NDArray x = g.ones({64});
-  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)dropout(x, 0.5, true); }),
-                       doctest::Contains("dropout on gpu(0) while this thread captures a device graph"),
-                       InvalidArgument);
-  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)g.random_uniform({8}); }),
-                       doctest::Contains("random_uniform on gpu(0) while this thread captures"), InvalidArgument);
-  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { (void)g.random_normal({8}); }),
-                       doctest::Contains("random_normal on gpu(0) while this thread captures"), InvalidArgument);
-  // Evaluation-mode dropout draws nothing and is captured; the device stays usable.
+  NDArray x = g.ones({4096});
+  set_random_seed(21);
+  std::vector<std::vector<float>> eager;  // two steps of dropout, a uniform and a normal draw
+  for (int step = 0; step < 2; ++step) {
+    eager.push_back(dropout(x, 0.5, true).to_vector<float>());
+    eager.push_back(g.random_uniform({64}).to_vector<float>());
+    eager.push_back(g.random_normal({64}).to_vector<float>());
+  }
+  CHECK(eager[0] != eager[3]);
+  set_random_seed(21);
+  NDArray d, u, n;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] {
+    d = dropout(x, 0.5, true);
+    u = g.random_uniform({64});
+    n = g.random_normal({64});
+  });
+  for (std::size_t step = 0; step < 2; ++step) {
+    graph.replay();
+    CHECK(d.to_vector<float>() == eager[3 * step]);
+    CHECK(u.to_vector<float>() == eager[3 * step + 1]);
+    CHECK(n.to_vector<float>() == eager[3 * step + 2]);
+  }
+}
+
+TEST_CASE("dropout's backward in a CUDA graph redraws its replay's mask; a mask drawn before the capture is refused") {
+  NDManager g = NDManager::new_base_manager("graph dropout", Device::gpu(0));
+  NDArray x = g.ones({1024}).set_requires_gradient(true);
   NDArray y;
-  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] { y = dropout(x, 0.5, false).add(x); });
-  graph.replay();
-  CHECK(y.sum().item<float>() == 128);
-  CHECK(dropout(x, 0.5, true).size() == 64);
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] {
+    GradientCollector gc;
+    y = dropout(x, 0.5, true);
+    gc.backward(y.sum());
+  });
+  std::vector<float> first;
+  for (int step = 0; step < 2; ++step) {
+    x.gradient().fill_(0);
+    graph.replay();
+    CHECK(x.gradient().to_vector<float>() == y.to_vector<float>());  // d sum(mask * 2x) / dx = mask * 2 = y
+    if (step == 0) first = y.to_vector<float>();
+  }
+  CHECK(y.to_vector<float>() != first);
+
+  NDArray z;
+  GradientCollector gc;
+  z = dropout(x, 0.5, true);  // eager: its mask's position was reserved outside the capture
+  CHECK_THROWS_WITH_AS(DeviceGraph::capture(Device::gpu(0), [&] { gc.backward(z.sum()); }),
+                       doctest::Contains("dropout on gpu(0) while this thread captures a device graph: its random "
+                                         "numbers were drawn before the capture began"),
+                       InvalidArgument);
+  CHECK(dropout(x, 0.5, true).size() == 1024);  // the device stays usable
+}
+
+TEST_CASE("training steps with dropout replayed from a CUDA graph draw the eager steps' masks") {
+  training::TrainingConfig c = test::toy_config();
+  const test::ToyRun eager = test::fit_toy_problem(Device::gpu(0), 100, 2, c, 0.3);
+  c.cuda_graph = true;
+  const test::ToyRun graphed = test::fit_toy_problem(Device::gpu(0), 100, 2, c, 0.3);
+  CHECK(graphed.graph_captures == 1);
+  REQUIRE(graphed.parameters.size() == eager.parameters.size());
+  for (std::size_t i = 0; i < eager.parameters.size(); ++i)
+    for (std::size_t j = 0; j < eager.parameters[i].size(); ++j)
+      CHECK(graphed.parameters[i][j] == doctest::Approx(eager.parameters[i][j]).epsilon(1e-5));
 }
 
 TEST_CASE("training steps replayed from a CUDA graph reach the eager steps' parameters and history") {

@@ -139,3 +139,31 @@ TEST_CASE("DeviceGraph errors name the device and what to do") {
   CHECK_THROWS_WITH_AS(graph.replay(), doctest::Contains("moved from"), InvalidArgument);  // NOLINT(bugprone-use-after-move)
   moved.replay();
 }
+
+TEST_CASE("random draws in a capture: each replay draws what the same calls draw eagerly at that point of the stream") {
+  test::SimGpu gpu;
+  NDManager g = NDManager::new_base_manager("draws", Device::gpu(0));
+  set_random_seed(11);
+  std::vector<std::vector<float>> eager;  // three steps of a uniform and a normal draw
+  for (int step = 0; step < 3; ++step) {
+    eager.push_back(g.random_uniform({16}).to_vector<float>());
+    eager.push_back(g.random_normal({8}).to_vector<float>());
+  }
+  CHECK(eager[0] != eager[2]);
+
+  set_random_seed(11);
+  NDArray u, n;
+  DeviceGraph graph = DeviceGraph::capture(Device::gpu(0), [&] {
+    u = g.random_uniform({16});
+    n = g.random_normal({8});
+  });
+  // The capture reserved nothing: an eager draw now is the first step's.
+  CHECK(g.random_uniform({16}).to_vector<float>() == eager[0]);
+  set_random_seed(11);
+  for (int step = 0; step < 2; ++step) {
+    graph.replay();
+    CHECK(graph_values(u) == eager[std::size_t(2 * step)]);
+    CHECK(graph_values(n) == eager[std::size_t(2 * step + 1)]);
+  }
+  CHECK(g.random_uniform({16}).to_vector<float>() == eager[4]);  // the replays moved the stream on
+}

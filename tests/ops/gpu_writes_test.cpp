@@ -30,12 +30,13 @@ class RecordingEngine : public ops::Engine {
   }
   void arange(const TensorView&, double, double) override { calls.push_back("arange"); }
   void eye(const TensorView&) override { calls.push_back("eye"); }
-  void random_uniform(const TensorView&, double, double, std::uint64_t, std::uint64_t) override {
+  void random_uniform(const TensorView&, double, double, const ops::RandomDraw&) override {
     calls.push_back("random_uniform");
   }
-  void random_normal(const TensorView&, double, double, std::uint64_t, std::uint64_t) override {
+  void random_normal(const TensorView&, double, double, const ops::RandomDraw&) override {
     calls.push_back("random_normal");
   }
+  void set_draw_state(const TensorView&, std::uint64_t, std::uint64_t) override { calls.push_back("set_draw_state"); }
   void copy(const TensorView&, const TensorView&) override { calls.push_back("copy"); }
   void unary(ops::Unary, const TensorView&, const TensorView&) override { calls.push_back("unary"); }
   void binary(ops::Binary, const TensorView&, const TensorView&, const TensorView&) override {
@@ -100,7 +101,7 @@ class LayerRecordingEngine final : public RecordingEngine {
   void gelu_backward(const TensorView&, const TensorView&, const TensorView&) override {
     calls.push_back("gelu_backward");
   }
-  void dropout(const TensorView&, double, std::uint64_t, std::uint64_t, const TensorView&) override {
+  void dropout(const TensorView&, double, const ops::RandomDraw&, const TensorView&) override {
     calls.push_back("dropout");
   }
   void embedding(const TensorView&, const TensorView&, const TensorView&) override { calls.push_back("embedding"); }
@@ -144,8 +145,9 @@ std::vector<bool> call_everything(ops::Engine& e) {
   e.fill(v, 0);
   e.arange(v, 0, 1);
   e.eye(v);
-  e.random_uniform(v, 0, 1, 1, 0);
-  e.random_normal(v, 0, 1, 1, 0);
+  e.random_uniform(v, 0, 1, {1, 0});
+  e.random_normal(v, 0, 1, {1, 0});
+  e.set_draw_state(v, 1, 0);
   e.copy(v, v);
   e.unary(ops::Unary::neg, v, v);
   e.binary(ops::Binary::add, v, v, v);
@@ -185,13 +187,13 @@ TEST_CASE("gpu writes: every engine call but to_host reaches the engine and adva
 
   const std::uint64_t before = ops::gpu_write_epoch();
   const std::vector<bool> answers = call_everything(e);
-  CHECK(recorder.calls.size() == 22);
-  CHECK(ops::gpu_write_epoch() == before + 22);
+  CHECK(recorder.calls.size() == 23);
+  CHECK(ops::gpu_write_epoch() == before + 23);
   CHECK(answers == std::vector<bool>(6, true));
 
   recorder.accepts = false;  // "no such kernel" is passed back; the call still counts
   CHECK(call_everything(e) == std::vector<bool>(6, false));
-  CHECK(ops::gpu_write_epoch() == before + 44);
+  CHECK(ops::gpu_write_epoch() == before + 46);
 
   recorder.calls.clear();
   const std::uint64_t reading = ops::gpu_write_epoch();
@@ -249,7 +251,7 @@ TEST_CASE("gpu writes: the layer kernels are forwarded too, each advancing the e
   e.pool2d_backward(false, v, v, w, v);
   e.gelu(v, v);
   e.gelu_backward(v, v, v);
-  e.dropout(v, 0.5, 1, 0, v);
+  e.dropout(v, 0.5, {1, 0}, v);
   e.embedding(v, v, v);
   e.embedding_backward(v, v, v);
   e.layer_norm(v, v, v, 1e-5, v);

@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "ops/random.hpp"
 #include "ops_test_util.hpp"
 
 using namespace ndgc;
@@ -149,4 +150,30 @@ TEST_CASE("random factories reject bad arguments, naming the factory") {
   CHECK_THROWS_WITH_AS(m.random_normal({2, -2}), doctest::Contains("negative dimension"), InvalidArgument);
   before.check_unchanged();
   check_shape(m.random_normal({0, 3}), {0, 3});
+}
+
+TEST_CASE("GraphDraws: a capture's draws on its device count from 0 and leave the stream alone; others draw as ever") {
+  set_random_seed(3);
+  const std::uint64_t start = ops::reserve_random(0).offset;
+  std::uint64_t state[2] = {};
+  ops::RandomDraw other_thread;
+  {
+    const ops::GraphDraws draws(Device::gpu(0), state);
+    const ops::RandomDraw a = ops::reserve_random(10, Device::gpu(0)), b = ops::reserve_random(5, Device::gpu(0));
+    CHECK((a.graph_state == state && a.offset == 0));
+    CHECK((b.graph_state == state && b.offset == 10));
+    const ops::RandomDraw host = ops::reserve_random(7, Device::cpu());  // another device: the stream
+    CHECK((host.graph_state == nullptr && host.offset == start && host.seed == 3));
+    std::thread([&] { other_thread = ops::reserve_random(4, Device::gpu(0)); }).join();
+    CHECK(draws.span() == 15);
+  }
+  CHECK((other_thread.graph_state == nullptr && other_thread.offset == start + 7));
+  const ops::RandomDraw after = ops::reserve_random(1, Device::gpu(0));  // closed: the stream again
+  CHECK((after.graph_state == nullptr && after.offset == start + 11));
+
+  state[0] = 99, state[1] = 1000;  // what a replay writes: its seed and base
+  const ops::RandomDraw at = ops::random::start_of({0, 10, state});
+  CHECK((at.seed == 99 && at.offset == 1010 && at.graph_state == nullptr));
+  const ops::RandomDraw plain = ops::random::start_of({5, 10, nullptr});
+  CHECK((plain.seed == 5 && plain.offset == 10));
 }

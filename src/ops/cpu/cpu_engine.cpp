@@ -56,8 +56,10 @@ void CpuEngine::eye(const TensorView& out) {
 // element-type value below high. Integer dtypes take the floor, so that
 // [-5, 5) gives each of -5..4 equally often (truncation would give 0 twice
 // the share and -5 almost never).
-void CpuEngine::random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
-                               std::uint64_t offset) {
+// A draw's state is read here, when the kernel runs (host memory: the
+// simulated GPU of the tests records CPU kernels into its graphs).
+void CpuEngine::random_uniform(const TensorView& out, double low, double high, const RandomDraw& draw) {
+  const auto [seed, offset, none] = random::start_of(draw);
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     std::int64_t i = 0;
@@ -68,8 +70,8 @@ void CpuEngine::random_uniform(const TensorView& out, double low, double high, s
   });
 }
 
-void CpuEngine::random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
-                              std::uint64_t offset) {
+void CpuEngine::random_normal(const TensorView& out, double mean, double stddev, const RandomDraw& draw) {
+  const auto [seed, offset, none] = random::start_of(draw);
   generate(out, [&](std::int64_t i) { return random::normal_at(mean, stddev, seed, offset, std::uint64_t(i)); });
 }
 

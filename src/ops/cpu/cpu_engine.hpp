@@ -21,10 +21,8 @@ class CpuEngine final : public Engine {
   void fill(const TensorView& out, double value) override;
   void arange(const TensorView& out, double start, double step) override;
   void eye(const TensorView& out) override;
-  void random_uniform(const TensorView& out, double low, double high, std::uint64_t seed,
-                      std::uint64_t offset) override;
-  void random_normal(const TensorView& out, double mean, double stddev, std::uint64_t seed,
-                     std::uint64_t offset) override;
+  void random_uniform(const TensorView& out, double low, double high, const RandomDraw& draw) override;
+  void random_normal(const TensorView& out, double mean, double stddev, const RandomDraw& draw) override;
   void copy(const TensorView& in, const TensorView& out) override;
   void unary(Unary op, const TensorView& in, const TensorView& out) override;
   void binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) override;
@@ -62,8 +60,7 @@ class CpuEngine final : public Engine {
                        const TensorView& dx) override;
   void gelu(const TensorView& x, const TensorView& out) override;
   void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) override;
-  void dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
-               const TensorView& out) override;
+  void dropout(const TensorView& x, double p, const RandomDraw& draw, const TensorView& out) override;
   void embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) override;
   void embedding_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight) override;
   void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,

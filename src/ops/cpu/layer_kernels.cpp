@@ -86,8 +86,8 @@ void CpuEngine::gelu_backward(const TensorView& x, const TensorView& g, const Te
   });
 }
 
-void CpuEngine::dropout(const TensorView& x, double p, std::uint64_t seed, std::uint64_t offset,
-                        const TensorView& out) {
+void CpuEngine::dropout(const TensorView& x, double p, const RandomDraw& draw, const TensorView& out) {
+  const auto [seed, offset, none] = random::start_of(draw);
   std::optional<Scratch> keep;
   const TensorView& xc = contiguous_or_copy(x, keep);
   floating(x.dtype, "dropout", [&](auto tag) {
