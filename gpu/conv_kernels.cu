@@ -51,7 +51,7 @@ __global__ void col2im_kernel(const T* col, Window2d w, std::int64_t c, std::int
   const std::int64_t image = c * w.kernel[0] * w.kernel[1] * oh * ow;
   for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
     const std::int64_t ix = e % wd, iy = e / wd % h, ch = e / (wd * h) % c, img = e / (wd * h * c);
-    dx[e] = ops::conv::col2im_pixel(col + img * image, w, oh, ow, ch, iy, ix);
+    dx[e] = T(ops::conv::col2im_pixel(col + img * image, w, oh, ow, ch, iy, ix));
   }
 }
 
@@ -59,16 +59,17 @@ __global__ void col2im_kernel(const T* col, Window2d w, std::int64_t c, std::int
 template <class T>
 __global__ void pool_kernel(bool max, const T* x, Nchw s, Window2d w, std::int64_t oh, std::int64_t ow, T* out,
                             std::int64_t total) {
-  const T taps = T(w.kernel[0] * w.kernel[1]);
+  using A = ops::conv::Acc<T>;
+  const A taps = A(w.kernel[0] * w.kernel[1]);
   for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
     const std::int64_t ox = e % ow, oy = e / ow % oh, ch = e / (ow * oh) % s.c, img = e / (ow * oh * s.c);
     const T* plane = x + img * s.sn + ch * s.sc;
     if (max) {
       const std::int64_t at = ops::conv::max_position(plane, s.sh, s.sw, s.h, s.w, w, oy, ox);
       // A window always holds an input element (the ops layer limits the padding); guard anyway.
-      out[e] = at < 0 ? T(0) : plane[at / s.w * s.sh + at % s.w * s.sw];
+      out[e] = at < 0 ? T(A(0)) : plane[at / s.w * s.sh + at % s.w * s.sw];
     } else {
-      out[e] = ops::conv::window_sum(plane, s.sh, s.sw, s.h, s.w, w, oy, ox) / taps;
+      out[e] = T(ops::conv::window_sum(plane, s.sh, s.sw, s.h, s.w, w, oy, ox) / taps);
     }
   }
 }
@@ -79,15 +80,18 @@ __global__ void pool_backward_kernel(bool max, const T* x, Nchw s, const T* g, N
                                      std::int64_t total) {
   for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
     const std::int64_t ix = e % s.w, iy = e / s.w % s.h, ch = e / (s.w * s.h) % s.c, img = e / (s.w * s.h * s.c);
-    dx[e] = ops::conv::pool_gradient_pixel(max, x + img * s.sn + ch * s.sc, s.sh, s.sw, s.h, s.w,
-                                           g + img * gs.sn + ch * gs.sc, gs.sh, gs.sw, gs.h, gs.w, w, iy, ix);
+    dx[e] = T(ops::conv::pool_gradient_pixel(max, x + img * s.sn + ch * s.sc, s.sh, s.sw, s.h, s.w,
+                                             g + img * gs.sn + ch * gs.sc, gs.sh, gs.sw, gs.h, gs.w, w, iy, ix));
   }
 }
 
-// Runs f(T{}) for float32 or float64 (the engine has checked the dtype).
+// Runs f(T{}) for the floating dtypes, the 16-bit ones included (the engine
+// has checked the dtype): Engine::kernels_16.
 template <class F>
 void floating(DataType t, F&& f) {
   if (t == DataType::float64) f(double{});
+  else if (t == DataType::float16) f(float16{});
+  else if (t == DataType::bfloat16) f(bfloat16{});
   else f(float{});
 }
 
@@ -104,7 +108,8 @@ void im2col(const TensorView& x, const Window2d& w, const TensorView& col, cudaS
                                                                   static_cast<T*>(col.data), total);
   };
   if (is_half(x.dtype)) launch(std::uint16_t{});  // values only move: 16-bit ones as their bits
-  else floating(x.dtype, launch);
+  else if (x.dtype == DataType::float64) launch(double{});
+  else launch(float{});
   CUDA_CHECK_LAUNCH();
 }
 

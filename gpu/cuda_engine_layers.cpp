@@ -35,6 +35,12 @@ void check_floating(DataType t, const char* kernel) {
     throw InvalidArgument(fmt::format("{}: float32 or float64 only, not {}", kernel, to_string(t)));
 }
 
+// The kernels that also take float16 and bfloat16 (Engine::kernels_16).
+void check_floating_16(DataType t, const char* kernel) {
+  if (!is_floating(t))
+    throw InvalidArgument(fmt::format("{}: a floating dtype only, not {}", kernel, to_string(t)));
+}
+
 // `v` itself when contiguous, else a contiguous device copy held in `keep`.
 TensorView packed(const TensorView& v, std::unique_ptr<DeviceScratch>& keep, const On& on) {
   if (v.is_contiguous()) return v;
@@ -80,14 +86,14 @@ const std::int64_t* packed_indices(const TensorView& indices, std::int64_t rows,
 }  // namespace
 
 void CudaEngine::im2col(const TensorView& x, const Window2d& w, const TensorView& col) {
-  check_floating(x.dtype, "im2col");
+  check_floating_16(x.dtype, "im2col");
   if (col.size() == 0) return;
   On on(col);
   kernels::im2col(x, w, col, on.stream);
 }
 
 void CudaEngine::col2im(const TensorView& col, const Window2d& w, const TensorView& dx) {
-  check_floating(dx.dtype, "col2im");
+  check_floating_16(dx.dtype, "col2im");
   if (dx.size() == 0) return;
   On on(dx);
   if (col.size() == 0) {  // no output positions: nothing reaches any pixel
@@ -99,7 +105,7 @@ void CudaEngine::col2im(const TensorView& col, const Window2d& w, const TensorVi
 }
 
 void CudaEngine::pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out) {
-  check_floating(x.dtype, "pool2d");
+  check_floating_16(x.dtype, "pool2d");
   if (out.size() == 0) return;
   On on(out);
   kernels::pool2d(max, x, w, out, on.stream);
@@ -107,7 +113,7 @@ void CudaEngine::pool2d(bool max, const TensorView& x, const Window2d& w, const 
 
 void CudaEngine::pool2d_backward(bool max, const TensorView& x, const TensorView& g, const Window2d& w,
                                  const TensorView& dx) {
-  check_floating(x.dtype, "pool2d_backward");
+  check_floating_16(x.dtype, "pool2d_backward");
   if (dx.size() == 0) return;
   On on(dx);
   if (g.size() == 0) {
@@ -118,21 +124,21 @@ void CudaEngine::pool2d_backward(bool max, const TensorView& x, const TensorView
 }
 
 void CudaEngine::gelu(const TensorView& x, const TensorView& out) {
-  check_floating(x.dtype, "gelu");
+  check_floating_16(x.dtype, "gelu");
   if (out.size() == 0) return;
   On on(out);
   kernels::gelu(x, out, on.stream);
 }
 
 void CudaEngine::gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) {
-  check_floating(x.dtype, "gelu_backward");
+  check_floating_16(x.dtype, "gelu_backward");
   if (dx.size() == 0) return;
   On on(dx);
   kernels::gelu_backward(x, g, dx, on.stream);
 }
 
 void CudaEngine::dropout(const TensorView& x, double p, const ops::RandomDraw& draw, const TensorView& out) {
-  check_floating(x.dtype, "dropout");
+  check_floating_16(x.dtype, "dropout");
   if (out.size() == 0) return;
   On on(out);
   check_draw(on.device, "dropout", draw);

@@ -147,17 +147,20 @@ void copy_typed(const TensorView& in, const TensorView& out, cudaStream_t stream
 
 template <class T>
 void unary_typed(Unary op, const TensorView& in, const TensorView& out, cudaStream_t stream) {
+  using C = Compute<T>;
   T* o = static_cast<T*>(out.data);
   const T* x = static_cast<const T*>(in.data);
   const TensorView* views[2] = {&out, &in};
-  for_each(views, stream,
-           [=] __device__(std::int64_t, const std::int64_t(&off)[2]) { o[off[0]] = apply_unary(op, x[off[1]]); });
+  for_each(views, stream, [=] __device__(std::int64_t, const std::int64_t(&off)[2]) {
+    o[off[0]] = T(apply_unary(op, C(x[off[1]])));
+  });
 }
 
 template <class T>
 void binary_typed(Binary op, const TensorView& a, const TensorView& b, const TensorView& out, double scalar,
                   int side, std::int64_t* err, cudaStream_t stream) {
-  const T s = convert<T>(scalar);
+  using C = Compute<T>;
+  const C s = convert<C>(scalar);
   const T* pa = static_cast<const T*>(a.data);
   const T* pb = static_cast<const T*>(b.data);
   // A scalar operand's view is the array's own (any strides will do): its data is never read.
@@ -165,18 +168,18 @@ void binary_typed(Binary op, const TensorView& a, const TensorView& b, const Ten
   if (ops::is_comparison(op)) {
     bool* o = static_cast<bool*>(out.data);
     for_each(views, stream, [=] __device__(std::int64_t, const std::int64_t(&off)[3]) {
-      const T x = side == 1 ? s : pa[off[1]], y = side == 2 ? s : pb[off[2]];
+      const C x = side == 1 ? s : C(pa[off[1]]), y = side == 2 ? s : C(pb[off[2]]);
       o[off[0]] = apply_compare(op, x, y);
     });
   } else {
     T* o = static_cast<T*>(out.data);
     // Explicit captures: nvcc refuses a first capture inside `if constexpr`.
     for_each(views, stream, [o, pa, pb, s, side, op, err] __device__(std::int64_t, const std::int64_t(&off)[3]) {
-      const T x = side == 1 ? s : pa[off[1]], y = side == 2 ? s : pb[off[2]];
+      const C x = side == 1 ? s : C(pa[off[1]]), y = side == 2 ? s : C(pb[off[2]]);
       if constexpr (std::is_same_v<T, bool>) {
         o[off[0]] = op == Binary::maximum ? (x || y) : (x && y);  // booleans only compare, or/and
       } else {
-        o[off[0]] = apply_binary(op, x, y, err);
+        o[off[0]] = T(apply_binary(op, x, y, err));
       }
     });
   }
@@ -198,7 +201,7 @@ void where_typed(const TensorView& condition, const TensorView& a, const TensorV
 }  // namespace
 
 void fill(const TensorView& out, double value, cudaStream_t stream) {
-  dispatch(out.dtype, [&](auto tag) { fill_typed<decltype(tag)>(out, value, stream); });
+  dispatch_storage(out.dtype, [&](auto tag) { fill_typed<decltype(tag)>(out, value, stream); });
 }
 
 void copy(const TensorView& in, const TensorView& out, cudaStream_t stream) {
@@ -215,7 +218,7 @@ void copy(const TensorView& in, const TensorView& out, cudaStream_t stream) {
 }
 
 void unary(Unary op, const TensorView& in, const TensorView& out, cudaStream_t stream) {
-  dispatch(in.dtype, [&](auto tag) {
+  dispatch_storage(in.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) unary_typed<T>(op, in, out, stream);
   });
@@ -223,12 +226,12 @@ void unary(Unary op, const TensorView& in, const TensorView& out, cudaStream_t s
 
 void binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out, double scalar,
             int scalar_side, std::int64_t* err, cudaStream_t stream) {
-  dispatch(a.dtype, [&](auto tag) { binary_typed<decltype(tag)>(op, a, b, out, scalar, scalar_side, err, stream); });
+  dispatch_storage(a.dtype, [&](auto tag) { binary_typed<decltype(tag)>(op, a, b, out, scalar, scalar_side, err, stream); });
 }
 
 void where(const TensorView& condition, const TensorView& a, const TensorView& b, const TensorView& out,
            cudaStream_t stream) {
-  dispatch(a.dtype, [&](auto tag) { where_typed<decltype(tag)>(condition, a, b, out, stream); });
+  dispatch_storage(a.dtype, [&](auto tag) { where_typed<decltype(tag)>(condition, a, b, out, stream); });
 }
 
 }  // namespace ndgc::cuda::kernels

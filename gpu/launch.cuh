@@ -28,9 +28,10 @@ inline unsigned blocks_for(std::int64_t n) noexcept {
   return unsigned(b < 1 ? 1 : b > kMaxBlocks ? kMaxBlocks : b);
 }
 
-// The computing dtypes. float16 and bfloat16 never reach a typed kernel: the
-// widening engine (src/ops/half_widening.hpp) hands them over as float32. Only
-// copy() sees them, through dispatch_storage().
+// The computing dtypes. float16 and bfloat16 reach only the kernels that take
+// them (Engine::kernels_16: copy, fill, unary, binary, where, col2im, the
+// pools, GELU, dropout), through dispatch_storage(); every other kernel gets
+// them widened to float32 by the widening engine (src/ops/half_widening.hpp).
 template <class F>
 decltype(auto) dispatch(DataType t, F&& f) {
   switch (t) {
@@ -47,7 +48,12 @@ decltype(auto) dispatch(DataType t, F&& f) {
   return f(bool{});
 }
 
-// Every dtype, the 16-bit storage types included: for conversions.
+// The type a kernel computes a T in: float for the 16-bit types, whose
+// results are rounded once on store (the widening engine's bits), T otherwise.
+template <class T>
+using Compute = std::conditional_t<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>, float, T>;
+
+// Every dtype, the 16-bit storage types included.
 template <class F>
 decltype(auto) dispatch_storage(DataType t, F&& f) {
   if (t == DataType::float16) return f(float16{});

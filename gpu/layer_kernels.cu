@@ -34,43 +34,48 @@ struct GeluConstants {
   T density = T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);  // 1 / √(2π)
 };
 
+// T is the stored type; the arithmetic is Compute<T>'s (float for 16 bits).
 template <class T>
 void gelu_typed(const TensorView& x, const TensorView& out, cudaStream_t stream) {
+  using C = Compute<T>;
   T* o = static_cast<T*>(out.data);
   const T* in = static_cast<const T*>(x.data);
-  const GeluConstants<T> k;
+  const GeluConstants<C> k;
   const TensorView* views[2] = {&out, &x};
   for_each(views, stream, [=] __device__(std::int64_t, const std::int64_t(&off)[2]) {
-    const T v = in[off[1]];
-    o[off[0]] = v * phi_cdf(v, k.half_sqrt2);
+    const C v = C(in[off[1]]);
+    o[off[0]] = T(v * phi_cdf(v, k.half_sqrt2));
   });
 }
 
 template <class T>
 void gelu_backward_typed(const TensorView& x, const TensorView& g, const TensorView& dx, cudaStream_t stream) {
+  using C = Compute<T>;
   T* d = static_cast<T*>(dx.data);
   const T* in = static_cast<const T*>(x.data);
   const T* gin = static_cast<const T*>(g.data);
-  const GeluConstants<T> k;
+  const GeluConstants<C> k;
   const TensorView* views[3] = {&dx, &x, &g};
   for_each(views, stream, [=] __device__(std::int64_t, const std::int64_t(&off)[3]) {
-    const T v = in[off[1]];
-    d[off[0]] = gin[off[2]] * (phi_cdf(v, k.half_sqrt2) + v * k.density * ::exp(T(-0.5) * v * v));
+    const C v = C(in[off[1]]);
+    d[off[0]] = T(C(gin[off[2]]) * (phi_cdf(v, k.half_sqrt2) + v * k.density * ::exp(C(-0.5) * v * v)));
   });
 }
 
 template <class T>
 void dropout_typed(const TensorView& x, double p, const ops::RandomDraw& draw, const TensorView& out,
                    cudaStream_t stream) {
+  using C = Compute<T>;
   T* o = static_cast<T*>(out.data);
   const T* in = static_cast<const T*>(x.data);
-  const T scale = T(1.0 / (1.0 - p));
+  const C scale = C(1.0 / (1.0 - p));
   const std::uint64_t threshold = ops::random::keep_threshold(p);
   const TensorView* views[2] = {&out, &x};
   for_each(views, stream, [=] __device__(std::int64_t, const std::int64_t(&off)[2]) {
     // out is contiguous: its offset is the element's row-major position.
     const ops::RandomDraw at = ops::random::start_of(draw);
-    o[off[0]] = ops::random::keeps(at.seed, at.offset + std::uint64_t(off[0]), threshold) ? in[off[1]] * scale : T(0);
+    o[off[0]] = T(ops::random::keeps(at.seed, at.offset + std::uint64_t(off[0]), threshold) ? C(in[off[1]]) * scale
+                                                                                           : C(0));
   });
 }
 
@@ -167,22 +172,28 @@ void embedding_backward_typed(const std::int64_t* idx, std::int64_t count, const
   CUDA_CHECK_LAUNCH();
 }  // the scratch buffers are freed stream-ordered, after the kernels
 
+// f(T{}) for a floating dtype, the 16-bit ones included (Engine::kernels_16).
+template <class F>
+void any_floating(DataType t, F&& f) {
+  if (t == DataType::float64) f(double{});
+  else if (t == DataType::float16) f(float16{});
+  else if (t == DataType::bfloat16) f(bfloat16{});
+  else f(float{});
+}
+
 }  // namespace
 
 void gelu(const TensorView& x, const TensorView& out, cudaStream_t stream) {
-  if (x.dtype == DataType::float64) gelu_typed<double>(x, out, stream);
-  else gelu_typed<float>(x, out, stream);
+  any_floating(x.dtype, [&](auto tag) { gelu_typed<decltype(tag)>(x, out, stream); });
 }
 
 void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx, cudaStream_t stream) {
-  if (x.dtype == DataType::float64) gelu_backward_typed<double>(x, g, dx, stream);
-  else gelu_backward_typed<float>(x, g, dx, stream);
+  any_floating(x.dtype, [&](auto tag) { gelu_backward_typed<decltype(tag)>(x, g, dx, stream); });
 }
 
 void dropout(const TensorView& x, double p, const ops::RandomDraw& draw, const TensorView& out,
              cudaStream_t stream) {
-  if (x.dtype == DataType::float64) dropout_typed<double>(x, p, draw, out, stream);
-  else dropout_typed<float>(x, p, draw, out, stream);
+  any_floating(x.dtype, [&](auto tag) { dropout_typed<decltype(tag)>(x, p, draw, out, stream); });
 }
 
 void check_indices(const std::int64_t* indices, std::int64_t count, std::int64_t rows, std::int64_t* err,

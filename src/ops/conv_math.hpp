@@ -17,7 +17,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "ndgc/half.hpp"
 #include "ops/host_device.hpp"
 
 namespace ndgc::ops {
@@ -32,6 +34,12 @@ struct Window2d {
 };
 
 namespace conv {
+
+// What the gathering functions below add and compare in: float for float16
+// and bfloat16 (the CUDA kernels take 16-bit views and round once on store,
+// Engine::kernels_16), T itself otherwise.
+template <class T>
+using Acc = std::conditional_t<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>, float, T>;
 
 // Output length of one axis; <= 0 when the dilated kernel is larger than the padded input.
 NDGC_HD inline std::int64_t out_size(std::int64_t in, std::int64_t kernel, std::int64_t stride,
@@ -154,14 +162,14 @@ NDGC_HD inline T im2col_entry(const T* x, std::int64_t sc, std::int64_t sh, std:
 // from at most one output position, so summing here in tap order (from 0)
 // gives the same bits with one GPU thread per pixel and no atomics.
 template <class T>
-NDGC_HD inline T col2im_pixel(const T* col, const Window2d& w, std::int64_t oh, std::int64_t ow, std::int64_t c,
-                              std::int64_t iy, std::int64_t ix) noexcept {
+NDGC_HD inline Acc<T> col2im_pixel(const T* col, const Window2d& w, std::int64_t oh, std::int64_t ow,
+                                   std::int64_t c, std::int64_t iy, std::int64_t ix) noexcept {
   const std::int64_t taps = w.kernel[0] * w.kernel[1];
-  T s = T(0);
+  Acc<T> s = Acc<T>(0);
   for (std::int64_t t = 0; t < taps; ++t) {
     std::int64_t oy, ox;
     if (!output_of(w, 0, iy, t / w.kernel[1], oh, oy) || !output_of(w, 1, ix, t % w.kernel[1], ow, ox)) continue;
-    s += col[(c * taps + t) * oh * ow + oy * ow + ox];
+    s += Acc<T>(col[(c * taps + t) * oh * ow + oy * ow + ox]);
   }
   return s;
 }
@@ -173,14 +181,14 @@ NDGC_HD inline std::int64_t max_position(const T* x, std::int64_t sh, std::int64
                                          std::int64_t wd, const Window2d& w, std::int64_t oy,
                                          std::int64_t ox) noexcept {
   std::int64_t best = -1;
-  T value = T(0);
+  Acc<T> value = Acc<T>(0);
   for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky) {
     const std::int64_t iy = source(w, 0, oy, ky);
     if (iy < 0 || iy >= h) continue;
     for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
       const std::int64_t ix = source(w, 1, ox, kx);
       if (ix < 0 || ix >= wd) continue;
-      const T v = x[iy * sh + ix * sw];
+      const Acc<T> v = Acc<T>(x[iy * sh + ix * sw]);
       if (best < 0 || v > value || v != v) {  // NaN wins, as in PyTorch
         if (best >= 0 && value != value) continue;
         best = iy * wd + ix, value = v;
@@ -224,15 +232,15 @@ NDGC_HD inline T inner_window_sum(const T* x, std::int64_t sh, std::int64_t sw, 
 
 // The sum of a window's input elements (padding adds zeros).
 template <class T>
-NDGC_HD inline T window_sum(const T* x, std::int64_t sh, std::int64_t sw, std::int64_t h, std::int64_t wd,
-                            const Window2d& w, std::int64_t oy, std::int64_t ox) noexcept {
-  T s = T(0);
+NDGC_HD inline Acc<T> window_sum(const T* x, std::int64_t sh, std::int64_t sw, std::int64_t h, std::int64_t wd,
+                                 const Window2d& w, std::int64_t oy, std::int64_t ox) noexcept {
+  Acc<T> s = Acc<T>(0);
   for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky) {
     const std::int64_t iy = source(w, 0, oy, ky);
     if (iy < 0 || iy >= h) continue;
     for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
       const std::int64_t ix = source(w, 1, ox, kx);
-      if (ix >= 0 && ix < wd) s += x[iy * sh + ix * sw];
+      if (ix >= 0 && ix < wd) s += Acc<T>(x[iy * sh + ix * sw]);
     }
   }
   return s;
@@ -245,20 +253,20 @@ NDGC_HD inline T window_sum(const T* x, std::int64_t sh, std::int64_t sw, std::i
 // in which the CPU's scatter loop adds them (ky, kx descending give oy, ox
 // ascending), from 0, so the same bits with one GPU thread per pixel.
 template <class T>
-NDGC_HD inline T pool_gradient_pixel(bool max, const T* x, std::int64_t sh, std::int64_t sw, std::int64_t h,
-                                     std::int64_t wd, const T* g, std::int64_t gsh, std::int64_t gsw,
-                                     std::int64_t oh, std::int64_t ow, const Window2d& w, std::int64_t iy,
-                                     std::int64_t ix) noexcept {
+NDGC_HD inline Acc<T> pool_gradient_pixel(bool max, const T* x, std::int64_t sh, std::int64_t sw, std::int64_t h,
+                                          std::int64_t wd, const T* g, std::int64_t gsh, std::int64_t gsw,
+                                          std::int64_t oh, std::int64_t ow, const Window2d& w, std::int64_t iy,
+                                          std::int64_t ix) noexcept {
   const std::int64_t taps = w.kernel[0] * w.kernel[1], self = iy * wd + ix;
-  T s = T(0);
+  Acc<T> s = Acc<T>(0);
   for (std::int64_t ky = w.kernel[0] - 1; ky >= 0; --ky) {
     std::int64_t oy;
     if (!output_of(w, 0, iy, ky, oh, oy)) continue;
     for (std::int64_t kx = w.kernel[1] - 1; kx >= 0; --kx) {
       std::int64_t ox;
       if (!output_of(w, 1, ix, kx, ow, ox)) continue;
-      const T gv = g[oy * gsh + ox * gsw];
-      if (!max) s += gv / T(taps);
+      const Acc<T> gv = Acc<T>(g[oy * gsh + ox * gsw]);
+      if (!max) s += gv / Acc<T>(taps);
       else if (max_position(x, sh, sw, h, wd, w, oy, ox) == self) s += gv;
     }
   }

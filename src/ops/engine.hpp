@@ -236,6 +236,14 @@ class Engine {
   // float16 or bfloat16 x (and g, dx, out) with float32 statistics and
   // parameters themselves; otherwise the widening engine widens those views.
   virtual bool batch_norm_16() const noexcept { return false; }
+  // Whether fill, unary, binary, binary_scalar, where, col2im, pool2d,
+  // pool2d_backward, gelu, gelu_backward and dropout take float16 and
+  // bfloat16 views themselves (every floating view of the call in one 16-bit
+  // dtype): computed in float32 and rounded once on store, the widening
+  // engine's bits, without its scratch, copies and slices. Otherwise the
+  // widening engine widens them (im2col takes them everywhere: it only moves
+  // values).
+  virtual bool kernels_16() const noexcept { return false; }
   // How many of `images` images conv2d and its gradient put through im2col
   // at a time, each image `bytes` of columns (Note [Convolution as GEMM] in
   // ops/conv.cpp). All of them by default: one im2col and one batched GEMM,

@@ -144,6 +144,8 @@ class WriteCountingEngine final : public Engine {
 
   // The layer kernels (issue 27): forwarded, so that an engine that has them is reached.
   bool has_layer_kernels() const noexcept override { return target()->has_layer_kernels(); }
+  bool batch_norm_16() const noexcept override { return target()->batch_norm_16(); }
+  bool kernels_16() const noexcept override { return target()->kernels_16(); }
   std::int64_t im2col_images(std::int64_t images, std::int64_t bytes) const noexcept override {
     return target()->im2col_images(images, bytes);
   }

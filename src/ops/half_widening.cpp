@@ -18,6 +18,14 @@ bool any_half(const V&... views) noexcept {
   return (half(views) || ...);
 }
 
+// Every floating view of one 16-bit dtype (booleans, a condition or a
+// comparison's result, aside): what Engine::kernels_16 takes.
+template <class... V>
+bool one_half_dtype(const TensorView& first, const V&... rest) noexcept {
+  [[maybe_unused]] auto fits = [&](const TensorView& v) { return v.dtype == DataType::boolean || v.dtype == first.dtype; };
+  return is_half(first.dtype) && (fits(rest) && ...);
+}
+
 enum class Role { in, out };
 
 // One operand of a call as float32: the view itself when it is not 16-bit,
@@ -96,13 +104,14 @@ class HalfWideningEngine final : public Engine {
   std::unique_ptr<CapturedGraph> end_capture(Device device) override { return e().end_capture(device); }
   bool has_layer_kernels() const noexcept override { return e().has_layer_kernels(); }
   bool batch_norm_16() const noexcept override { return e().batch_norm_16(); }
+  bool kernels_16() const noexcept override { return e().kernels_16(); }
   std::int64_t im2col_images(std::int64_t images, std::int64_t bytes) const noexcept override {
     return e().im2col_images(images, bytes);
   }
 
   // ---- factories: a float32 result, rounded ----------------------------------
   void fill(const TensorView& out, double value) override {
-    if (!half(out)) return e().fill(out, value);
+    if (!half(out) || native(out)) return e().fill(out, value);
     Wide o(e(), out, R::out);
     e().fill(o, value);
     o.store();
@@ -142,7 +151,7 @@ class HalfWideningEngine final : public Engine {
 
   // ---- element-wise ------------------------------------------------------------
   void unary(Unary op, const TensorView& in, const TensorView& out) override {
-    if (!any_half(in, out)) return e().unary(op, in, out);
+    if (!any_half(in, out) || native(in, out)) return e().unary(op, in, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {  // Note [Widening in slices]
       Wide x(e(), slice(in, at, n), R::in), o(e(), slice(out, at, n), R::out);
       e().unary(op, x, o);
@@ -150,7 +159,7 @@ class HalfWideningEngine final : public Engine {
     });
   }
   void binary(Binary op, const TensorView& a, const TensorView& b, const TensorView& out) override {
-    if (!any_half(a, b, out)) return e().binary(op, a, b, out);
+    if (!any_half(a, b, out) || native(a, b, out)) return e().binary(op, a, b, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
       Wide x(e(), slice(a, at, n), R::in), y(e(), slice(b, at, n), R::in), o(e(), slice(out, at, n), R::out);
       e().binary(op, x, y, o);
@@ -158,7 +167,7 @@ class HalfWideningEngine final : public Engine {
     });
   }
   void binary_scalar(Binary op, const TensorView& a, double s, bool scalar_left, const TensorView& out) override {
-    if (!any_half(a, out)) return e().binary_scalar(op, a, s, scalar_left, out);
+    if (!any_half(a, out) || native(a, out)) return e().binary_scalar(op, a, s, scalar_left, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
       Wide x(e(), slice(a, at, n), R::in), o(e(), slice(out, at, n), R::out);
       e().binary_scalar(op, x, s, scalar_left, o);
@@ -166,7 +175,7 @@ class HalfWideningEngine final : public Engine {
     });
   }
   void where(const TensorView& condition, const TensorView& a, const TensorView& b, const TensorView& out) override {
-    if (!any_half(a, b, out)) return e().where(condition, a, b, out);
+    if (!any_half(a, b, out) || native(a, b, out)) return e().where(condition, a, b, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
       Wide x(e(), slice(a, at, n), R::in), y(e(), slice(b, at, n), R::in), o(e(), slice(out, at, n), R::out);
       e().where(slice(condition, at, n), x, y, o);
@@ -277,7 +286,7 @@ class HalfWideningEngine final : public Engine {
     o.store();
   }
   void col2im(const TensorView& col, const Window2d& w, const TensorView& dx) override {
-    if (!any_half(col, dx)) return e().col2im(col, w, dx);
+    if (!any_half(col, dx) || native(col, dx)) return e().col2im(col, w, dx);
     by_slices(dx, [&](std::int64_t at, std::int64_t n) {  // image by image: col's axis 0 is dx's
       Wide c(e(), slice(col, at, n), R::in), o(e(), slice(dx, at, n), R::out);
       e().col2im(c, w, o);
@@ -285,7 +294,7 @@ class HalfWideningEngine final : public Engine {
     });
   }
   void pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out) override {
-    if (!any_half(x, out)) return e().pool2d(max, x, w, out);
+    if (!any_half(x, out) || native(x, out)) return e().pool2d(max, x, w, out);
     by_slices(x, [&](std::int64_t at, std::int64_t n) {  // image by image
       Wide wx(e(), slice(x, at, n), R::in), o(e(), slice(out, at, n), R::out);
       e().pool2d(max, wx, w, o);
@@ -294,7 +303,7 @@ class HalfWideningEngine final : public Engine {
   }
   void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const Window2d& w,
                        const TensorView& dx) override {
-    if (!any_half(x, g, dx)) return e().pool2d_backward(max, x, g, w, dx);
+    if (!any_half(x, g, dx) || native(x, g, dx)) return e().pool2d_backward(max, x, g, w, dx);
     by_slices(x, [&](std::int64_t at, std::int64_t n) {
       Wide wx(e(), slice(x, at, n), R::in), wg(e(), slice(g, at, n), R::in), o(e(), slice(dx, at, n), R::out);
       e().pool2d_backward(max, wx, wg, w, o);
@@ -302,7 +311,7 @@ class HalfWideningEngine final : public Engine {
     });
   }
   void gelu(const TensorView& x, const TensorView& out) override {
-    if (!any_half(x, out)) return e().gelu(x, out);
+    if (!any_half(x, out) || native(x, out)) return e().gelu(x, out);
     by_slices(out, [&](std::int64_t at, std::int64_t n) {
       Wide wx(e(), slice(x, at, n), R::in), o(e(), slice(out, at, n), R::out);
       e().gelu(wx, o);
@@ -310,7 +319,7 @@ class HalfWideningEngine final : public Engine {
     });
   }
   void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx) override {
-    if (!any_half(x, g, dx)) return e().gelu_backward(x, g, dx);
+    if (!any_half(x, g, dx) || native(x, g, dx)) return e().gelu_backward(x, g, dx);
     by_slices(dx, [&](std::int64_t at, std::int64_t n) {
       Wide wx(e(), slice(x, at, n), R::in), wg(e(), slice(g, at, n), R::in), o(e(), slice(dx, at, n), R::out);
       e().gelu_backward(wx, wg, o);
@@ -318,7 +327,7 @@ class HalfWideningEngine final : public Engine {
     });
   }
   void dropout(const TensorView& x, double p, const RandomDraw& draw, const TensorView& out) override {
-    if (!any_half(x, out)) return e().dropout(x, p, draw, out);
+    if (!any_half(x, out) || native(x, out)) return e().dropout(x, p, draw, out);
     const std::int64_t per_row = out.rank && out.shape[0] ? out.size() / out.shape[0] : 0;
     by_slices(out, [&](std::int64_t at, std::int64_t n) {  // element i draws (seed, offset + i), i row-major
       Wide wx(e(), slice(x, at, n), R::in), o(e(), slice(out, at, n), R::out);
@@ -403,6 +412,12 @@ class HalfWideningEngine final : public Engine {
   template <class... V>
   bool native_norm(const V&... params) const noexcept {
     return e().batch_norm_16() && ((params.data == nullptr || params.dtype == DataType::float32) && ...);
+  }
+
+  // The engine takes these 16-bit views itself (Engine::kernels_16).
+  template <class... V>
+  bool native(const V&... views) const noexcept {
+    return e().kernels_16() && one_half_dtype(views...);
   }
 
   Engine& e() const noexcept { return *inner_.load(std::memory_order_relaxed); }

@@ -150,6 +150,31 @@ TEST_CASE("max_pool2d and avg_pool2d match the CPU, ties and padding included, o
   }
 }
 
+TEST_CASE("16-bit conv, pools, GELU and dropout run on the GPU's own 16-bit kernels and match the CPU's") {
+  // The CPU widens each kernel to float32 and rounds once; the GPU's kernels
+  // take the 16-bit views (Engine::kernels_16) and round once too, so the two
+  // differ only where float32 sums in another order round the other way.
+  for (DataType t : {DataType::float16, DataType::bfloat16}) {
+    const double unit = t == DataType::float16 ? 0x1p-11 : 0x1p-8;
+    Devices d;
+    Twin x = d.make({2, 3, 9, 8}, t, /*ties=*/true), w = d.make({4, 3, 3, 3}, t), b = d.make({4}, t);
+    INFO(to_string(t));
+    compare({x, w, b}, {true, true, true},
+            [](const auto& in) { return conv2d(in[0], in[1], in[2], {1, 1}, {1, 1}, {1, 1}, 1).relu(); }, 8 * unit,
+            "conv2d + relu");
+    compare({x}, {true}, [](const auto& in) { return max_pool2d(in[0], {2, 2}, {2, 2}, {0, 0}); }, 0, "max_pool2d");
+    compare({x}, {true}, [](const auto& in) { return avg_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}); }, 2 * unit,
+            "avg_pool2d");
+    compare({x}, {true}, [](const auto& in) { return in[0].gelu(); }, 2 * unit, "gelu");
+    compare({x}, {true},
+            [](const auto& in) {
+              set_random_seed(5);
+              return dropout(in[0], 0.3, true);
+            },
+            0, "dropout");
+  }
+}
+
 TEST_CASE("batch_norm matches the CPU in training and evaluation, running statistics included") {
   for (DataType t : kFloats) {
     for (const Shape& shape : {Shape{4, 3, 5, 2}, Shape{6, 3}}) {

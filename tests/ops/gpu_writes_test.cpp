@@ -86,7 +86,7 @@ class RecordingEngine : public ops::Engine {
 };
 
 // The same with the layer kernels (issue 27).
-class LayerRecordingEngine final : public RecordingEngine {
+class LayerRecordingEngine : public RecordingEngine {
  public:
   bool has_layer_kernels() const noexcept override { return true; }
   void im2col(const TensorView&, const ops::Window2d&, const TensorView&) override { calls.push_back("im2col"); }
@@ -267,4 +267,45 @@ TEST_CASE("gpu writes: the layer kernels are forwarded too, each advancing the e
                                  "batch_norm_stats", "batch_norm", "batch_norm_backward", "lstm_cell",
                                  "lstm_cell_backward"});
   CHECK(ops::gpu_write_epoch() == before + 16);
+}
+
+namespace {
+// Records the dtype of the first view of each unary, pool2d and dropout call,
+// and takes 16-bit views itself when `native` (Engine::kernels_16).
+class DtypeRecorder final : public LayerRecordingEngine {
+ public:
+  bool native = true;
+  std::vector<DataType> seen;
+  bool kernels_16() const noexcept override { return native; }
+  void unary(ops::Unary, const TensorView& in, const TensorView&) override { seen.push_back(in.dtype); }
+  void pool2d(bool, const TensorView& x, const ops::Window2d&, const TensorView&) override { seen.push_back(x.dtype); }
+  void dropout(const TensorView& x, double, const ops::RandomDraw&, const TensorView&) override {
+    seen.push_back(x.dtype);
+  }
+};
+}  // namespace
+
+TEST_CASE("16-bit views reach an engine with kernels_16 as they are; an engine without gets them as float32") {
+  test::SimGpu gpu;
+  DtypeRecorder recorder;
+  Registered registered(gpu, recorder);
+  ops::Engine& e = ops::engine(Device::gpu(0));
+  std::vector<std::uint16_t> bits(6), more(6);
+  std::vector<float> wide(6);
+  const TensorView v = ops::contiguous_view(bits.data(), DataType::bfloat16, Shape{1, 1, 2, 3});
+  const TensorView u = ops::contiguous_view(more.data(), DataType::bfloat16, Shape{1, 1, 2, 3});
+  const TensorView f = ops::contiguous_view(wide.data(), DataType::float32, Shape{1, 1, 2, 3});
+  const ops::Window2d window;
+  auto calls = [&] {
+    recorder.seen.clear();
+    e.unary(ops::Unary::neg, v, u);
+    e.pool2d(true, v, window, u);
+    e.dropout(v, 0.5, {1, 0}, u);
+    e.unary(ops::Unary::neg, v, f);  // 16 bits in, 32 out: widened either way
+    return recorder.seen;
+  };
+  using T = DataType;
+  CHECK(calls() == std::vector<DataType>{T::bfloat16, T::bfloat16, T::bfloat16, T::float32});
+  recorder.native = false;
+  CHECK(calls() == std::vector<DataType>{T::float32, T::float32, T::float32, T::float32});
 }
