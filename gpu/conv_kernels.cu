@@ -85,6 +85,45 @@ __global__ void pool_backward_kernel(bool max, const T* x, Nchw s, const T* g, N
   }
 }
 
+// Note [Pools without overlap]
+// pool_backward_kernel gathers: one thread per input pixel visits every
+// window that may hold it, with 64-bit divisions for each (output_of) and a
+// scan of each window for the max pool: 0.86 ms for the first pool of
+// `ndgc-train --model cnn` at batch 256 on an H100 (ncu), more than all its
+// products. When the windows tile the input (stride = kernel, no padding, no
+// dilation: the 2x2 pools of most CNNs), a pixel lies in at most one window,
+// so one thread per window writes all its pixels instead: the gradient at
+// the window's max position (every pixel, divided by the taps, for the
+// average), 0 elsewhere. Each is added to 0, as the gather adds it, so a -0
+// gradient lands as +0 on both: the CPU's bits. Pixels that no window covers
+// (H or W not a multiple of the kernel) are zeroed first.
+bool tiles(const Window2d& w) {
+  return w.stride[0] == w.kernel[0] && w.stride[1] == w.kernel[1] && w.padding[0] == 0 && w.padding[1] == 0 &&
+         w.dilation[0] == 1 && w.dilation[1] == 1;
+}
+
+// dx [N, C, H, W], contiguous: one thread per window of a tiling pool.
+template <class T>
+__global__ void pool_backward_tiled_kernel(bool max, const T* x, Nchw s, const T* g, Nchw gs, Window2d w, T* dx,
+                                           std::int64_t total) {
+  using A = ops::conv::Acc<T>;
+  const A taps = A(w.kernel[0] * w.kernel[1]);
+  for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
+    const std::int64_t ox = e % gs.w, oy = e / gs.w % gs.h, ch = e / (gs.w * gs.h) % s.c,
+                       img = e / (gs.w * gs.h * s.c);
+    const T* plane = x + img * s.sn + ch * s.sc;
+    const A gv = A(g[img * gs.sn + ch * gs.sc + oy * gs.sh + ox * gs.sw]);
+    const std::int64_t at = max ? ops::conv::max_position(plane, s.sh, s.sw, s.h, s.w, w, oy, ox) : -1;
+    T* d = dx + (img * s.c + ch) * s.h * s.w;
+    for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky)
+      for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+        const std::int64_t pixel = (oy * w.kernel[0] + ky) * s.w + ox * w.kernel[1] + kx;
+        const A v = max ? (pixel == at ? gv : A(0)) : gv / taps;
+        d[pixel] = T(A(0) + v);
+      }
+  }
+}
+
 // Runs f(T{}) for the floating dtypes, the 16-bit ones included (the engine
 // has checked the dtype): Engine::kernels_16.
 template <class F>
@@ -141,6 +180,20 @@ void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const W
                      cudaStream_t stream) {
   const std::int64_t total = dx.size();
   if (total == 0) return;
+  if (tiles(w)) {  // Note [Pools without overlap]
+    const Nchw s(x), gs(g);
+    if (s.h % w.kernel[0] != 0 || s.w % w.kernel[1] != 0) fill(dx, 0.0, stream);
+    const std::int64_t windows = g.size();
+    if (windows == 0) return;
+    floating(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      pool_backward_tiled_kernel<T><<<blocks_for(windows), kThreads, 0, stream>>>(
+          max, static_cast<const T*>(x.data), s, static_cast<const T*>(g.data), gs, w, static_cast<T*>(dx.data),
+          windows);
+    });
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   floating(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     pool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(

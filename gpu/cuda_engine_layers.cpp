@@ -199,7 +199,7 @@ void CudaEngine::batch_norm_stats(const TensorView& x, const TensorView& mean, c
     return;
   }
   std::unique_ptr<DeviceScratch> kx;
-  kernels::batch_norm_stats(packed(x, kx, on), mean, var, on.stream);
+  kernels::batch_norm_stats(packed(x, kx, on), mean, var, on.device, on.stream);
 }
 
 void CudaEngine::batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var,
@@ -219,7 +219,7 @@ void CudaEngine::batch_norm_backward(const TensorView& x, const TensorView& mean
   On on(x);
   std::unique_ptr<DeviceScratch> kx, kg;
   kernels::batch_norm_backward(packed(x, kx, on), mean, var, gamma, packed(g, kg, on), eps, training, dx, dgamma,
-                               dbeta, on.stream);
+                               dbeta, on.device, on.stream);
 }
 
 void CudaEngine::lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& c,

@@ -95,12 +95,13 @@ void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& 
 void layer_norm_backward(const TensorView& x, const TensorView& gamma, const TensorView& g, double eps,
                          const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta, int device,
                          cudaStream_t stream);
-void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var, cudaStream_t stream);
+void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var, int device,
+                      cudaStream_t stream);
 void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var, const TensorView& gamma,
                 const TensorView& beta, double eps, const TensorView& out, cudaStream_t stream);
 void batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
                          const TensorView& gamma, const TensorView& g, double eps, bool training,
-                         const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
+                         const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta, int device,
                          cudaStream_t stream);
 
 // lstm_kernels.cu: gate and state views with their last axis contiguous;

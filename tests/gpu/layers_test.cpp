@@ -176,8 +176,10 @@ TEST_CASE("16-bit conv, pools, GELU and dropout run on the GPU's own 16-bit kern
 }
 
 TEST_CASE("batch_norm matches the CPU in training and evaluation, running statistics included") {
+  // The last two shapes cut each channel into three parts (Note [Channels in
+  // parts]), with images longer and shorter than a block.
   for (DataType t : kFloats) {
-    for (const Shape& shape : {Shape{4, 3, 5, 2}, Shape{6, 3}}) {
+    for (const Shape& shape : {Shape{4, 3, 5, 2}, Shape{6, 3}, Shape{64, 3, 24, 24}, Shape{700, 2, 7, 7}}) {
       INFO(to_string(t) << " x " << shape.to_string());
       Devices d;
       Twin x = d.make(shape, t), gamma = d.make({3}, t), beta = d.make({3}, t);
