@@ -182,8 +182,9 @@ TEST_CASE("batch_norm matches the CPU in training and evaluation, running statis
     for (const Shape& shape : {Shape{4, 3, 5, 2}, Shape{6, 3}, Shape{64, 3, 24, 24}, Shape{700, 2, 7, 7}}) {
       INFO(to_string(t) << " x " << shape.to_string());
       Devices d;
-      Twin x = d.make(shape, t), gamma = d.make({3}, t), beta = d.make({3}, t);
-      Twin rm = d.make({3}, t), rv = d.make({3}, t);
+      const Shape channels{shape[1]};
+      Twin x = d.make(shape, t), gamma = d.make(channels, t), beta = d.make(channels, t);
+      Twin rm = d.make(channels, t), rv = d.make(channels, t);
       rv.cpu = rv.cpu.abs().add(0.5), rv.gpu = rv.gpu.abs().add(0.5);
       for (bool training : {true, false}) {
         INFO("training " << training);
