@@ -51,6 +51,7 @@ class CudaEngine final : public ops::Engine {
   // The layer kernels (issue 27), defined in cuda_engine_layers.cpp.
   bool has_layer_kernels() const noexcept override { return true; }
   bool kernels_16() const noexcept override { return true; }
+  bool batch_norm_16() const noexcept override { return true; }
   void im2col(const ops::TensorView& x, const ops::Window2d& w, const ops::TensorView& col) override;
   void col2im(const ops::TensorView& col, const ops::Window2d& w, const ops::TensorView& dx) override;
   void pool2d(bool max, const ops::TensorView& x, const ops::Window2d& w, const ops::TensorView& out) override;

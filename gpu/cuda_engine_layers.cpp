@@ -35,7 +35,8 @@ void check_floating(DataType t, const char* kernel) {
     throw InvalidArgument(fmt::format("{}: float32 or float64 only, not {}", kernel, to_string(t)));
 }
 
-// The kernels that also take float16 and bfloat16 (Engine::kernels_16).
+// The kernels that also take float16 and bfloat16 (Engine::kernels_16; the
+// batch norms with float32 parameters, Engine::batch_norm_16).
 void check_floating_16(DataType t, const char* kernel) {
   if (!is_floating(t))
     throw InvalidArgument(fmt::format("{}: a floating dtype only, not {}", kernel, to_string(t)));
@@ -190,7 +191,7 @@ void CudaEngine::layer_norm_backward(const TensorView& x, const TensorView& gamm
 }
 
 void CudaEngine::batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorView& var) {
-  check_floating(x.dtype, "batch_norm_stats");
+  check_floating_16(x.dtype, "batch_norm_stats");
   if (mean.size() == 0) return;
   On on(mean);
   if (x.size() == 0) {  // no values per channel: the CPU's 0 and 0
@@ -204,7 +205,7 @@ void CudaEngine::batch_norm_stats(const TensorView& x, const TensorView& mean, c
 
 void CudaEngine::batch_norm(const TensorView& x, const TensorView& mean, const TensorView& var,
                             const TensorView& gamma, const TensorView& beta, double eps, const TensorView& out) {
-  check_floating(x.dtype, "batch_norm");
+  check_floating_16(x.dtype, "batch_norm");
   if (out.size() == 0) return;
   On on(out);
   std::unique_ptr<DeviceScratch> kx;
@@ -214,7 +215,7 @@ void CudaEngine::batch_norm(const TensorView& x, const TensorView& mean, const T
 void CudaEngine::batch_norm_backward(const TensorView& x, const TensorView& mean, const TensorView& var,
                                      const TensorView& gamma, const TensorView& g, double eps, bool training,
                                      const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta) {
-  check_floating(x.dtype, "batch_norm_backward");
+  check_floating_16(x.dtype, "batch_norm_backward");
   if (x.size() == 0) return;
   On on(x);
   std::unique_ptr<DeviceScratch> kx, kg;

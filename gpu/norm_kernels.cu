@@ -18,6 +18,7 @@
 #include "kernels.hpp"
 #include "launch.cuh"
 #include "ops/first_axis.hpp"
+#include "ops/random_stream.hpp"  // convert
 
 namespace ndgc::cuda::kernels {
 namespace {
@@ -177,65 +178,74 @@ __device__ inline double channel_total(const double* partial, const Parts& q, st
   return t;
 }
 
+// The batch-norm kernels take x, g, dx and out as X and the statistics and
+// parameters as P: X = P, or a 16-bit X with float32 P (Engine::batch_norm_16,
+// Note [Norms in mixed precision] in ops/normalization.cpp), computing as the
+// CPU does: sums in double, the affine step in P, X rounded once on store.
+template <class X>
+__device__ inline double wide(X v) {
+  return ops::random::convert<double>(v);
+}
+
 // Pass 1 of the statistics: each part's sum of x.
-template <class T>
-__global__ void batch_norm_sums_kernel(const T* x, Parts q, double* sums) {
+template <class X>
+__global__ void batch_norm_sums_kernel(const X* x, Parts q, double* sums) {
   for (std::int64_t b = blockIdx.x; b < q.blocks(); b += gridDim.x) {
     double mine = 0;
-    for_part(q, b / q.count, b % q.count, [&](std::int64_t at) { mine += double(x[at]); });
+    for_part(q, b / q.count, b % q.count, [&](std::int64_t at) { mine += wide(x[at]); });
     const double total = block_sum({mine, 0}).a;
     if (threadIdx.x == 0) sums[b] = total;
   }
 }
 
 // Pass 2: each part's sum of squared deviations from the channel's mean.
-template <class T>
-__global__ void batch_norm_squares_kernel(const T* x, Parts q, const double* sums, double* squares) {
+template <class X>
+__global__ void batch_norm_squares_kernel(const X* x, Parts q, const double* sums, double* squares) {
   const double count = double(q.n * q.s);
   for (std::int64_t b = blockIdx.x; b < q.blocks(); b += gridDim.x) {
     const std::int64_t ch = b / q.count;
     const double mean = channel_total(sums, q, ch) / count;
     double mine = 0;
-    for_part(q, ch, b % q.count, [&](std::int64_t at) { mine += (double(x[at]) - mean) * (double(x[at]) - mean); });
+    for_part(q, ch, b % q.count, [&](std::int64_t at) { mine += (wide(x[at]) - mean) * (wide(x[at]) - mean); });
     const double total = block_sum({mine, 0}).a;
     if (threadIdx.x == 0) squares[b] = total;
   }
 }
 
 // One thread per channel: the mean and the biased variance.
-template <class T>
-__global__ void batch_norm_moments_kernel(Parts q, const double* sums, const double* squares, T* mean,
-                                          std::int64_t mean_stride, T* var, std::int64_t var_stride) {
+template <class P>
+__global__ void batch_norm_moments_kernel(Parts q, const double* sums, const double* squares, P* mean,
+                                          std::int64_t mean_stride, P* var, std::int64_t var_stride) {
   const std::int64_t count = q.n * q.s;
   for (std::int64_t ch = global_index(); ch < q.c; ch += grid_stride()) {
-    mean[ch * mean_stride] = T(count ? channel_total(sums, q, ch) / double(count) : 0.0);
-    var[ch * var_stride] = T(count ? channel_total(squares, q, ch) / double(count) : 0.0);
+    mean[ch * mean_stride] = P(count ? channel_total(sums, q, ch) / double(count) : 0.0);
+    var[ch * var_stride] = P(count ? channel_total(squares, q, ch) / double(count) : 0.0);
   }
 }
 
-template <class T>
-__global__ void batch_norm_kernel(const T* x, std::int64_t total, std::int64_t c, std::int64_t s, FirstAxis<T> mean,
-                                  FirstAxis<T> var, FirstAxis<T> gamma, FirstAxis<T> beta, double eps, T* out) {
+template <class X, class P>
+__global__ void batch_norm_kernel(const X* x, std::int64_t total, std::int64_t c, std::int64_t s, FirstAxis<P> mean,
+                                  FirstAxis<P> var, FirstAxis<P> gamma, FirstAxis<P> beta, double eps, X* out) {
   for (std::int64_t e = global_index(); e < total; e += grid_stride()) {
     const std::int64_t ch = e / s % c;
     const double m = double(mean[ch]), rstd = 1.0 / ::sqrt(double(var[ch]) + eps);
-    out[e] = T((double(x[e]) - m) * rstd) * gamma[ch] + beta[ch];
+    out[e] = X(P(P((wide(x[e]) - m) * rstd) * gamma[ch] + beta[ch]));
   }
 }
 
 // Per channel, M = N·S: dbeta = Σ g, dgamma = Σ g xhat; training: dx = gamma
 // rstd (g - dbeta / M - xhat dgamma / M); not training: dx = g gamma rstd.
 // Pass 1: each part's Σ g and Σ g xhat, as sums[2b] and sums[2b + 1].
-template <class T>
-__global__ void batch_norm_backward_sums_kernel(const T* x, const T* g, Parts q, FirstAxis<T> mean, FirstAxis<T> var,
+template <class X, class P>
+__global__ void batch_norm_backward_sums_kernel(const X* x, const X* g, Parts q, FirstAxis<P> mean, FirstAxis<P> var,
                                                 double eps, double* sums) {
   for (std::int64_t b = blockIdx.x; b < q.blocks(); b += gridDim.x) {
     const std::int64_t ch = b / q.count;
     const double m = double(mean[ch]), rstd = 1.0 / ::sqrt(double(var[ch]) + eps);
     Sums mine{0, 0};
     for_part(q, ch, b % q.count, [&](std::int64_t at) {
-      mine.a += double(g[at]);
-      mine.b += double(g[at]) * (double(x[at]) - m) * rstd;
+      mine.a += wide(g[at]);
+      mine.b += wide(g[at]) * (wide(x[at]) - m) * rstd;
     });
     const Sums total = block_sum(mine);
     if (threadIdx.x == 0) sums[2 * b] = total.a, sums[2 * b + 1] = total.b;
@@ -244,27 +254,27 @@ __global__ void batch_norm_backward_sums_kernel(const T* x, const T* g, Parts q,
 
 // Pass 2: the channel's totals from its parts; dgamma and dbeta by part 0's
 // block, dx by every part's.
-template <class T>
-__global__ void batch_norm_backward_kernel(const T* x, const T* g, Parts q, FirstAxis<T> mean, FirstAxis<T> var,
-                                           FirstAxis<T> gamma, double eps, bool training, const double* sums, T* dx,
-                                           T* dgamma, T* dbeta) {
+template <class X, class P>
+__global__ void batch_norm_backward_kernel(const X* x, const X* g, Parts q, FirstAxis<P> mean, FirstAxis<P> var,
+                                           FirstAxis<P> gamma, double eps, bool training, const double* sums, X* dx,
+                                           P* dgamma, P* dbeta) {
   const double m_count = double(q.n * q.s);
   for (std::int64_t b = blockIdx.x; b < q.blocks(); b += gridDim.x) {
     const std::int64_t ch = b / q.count, part = b % q.count;
     const double sg = channel_total(sums, q, ch, 2, 0), sgx = channel_total(sums, q, ch, 2, 1);
     if (part == 0 && threadIdx.x == 0) {
-      if (dgamma) dgamma[ch] = T(sgx);
-      if (dbeta) dbeta[ch] = T(sg);
+      if (dgamma) dgamma[ch] = P(sgx);
+      if (dbeta) dbeta[ch] = P(sg);
     }
     if (!dx) continue;
     const double m = double(mean[ch]), rstd = 1.0 / ::sqrt(double(var[ch]) + eps);
     const double scale = double(gamma[ch]) * rstd;
     for_part(q, ch, part, [&](std::int64_t at) {
       if (training) {
-        const double xhat = (double(x[at]) - m) * rstd;
-        dx[at] = T(scale * (double(g[at]) - sg / m_count - xhat * sgx / m_count));
+        const double xhat = (wide(x[at]) - m) * rstd;
+        dx[at] = X(P(scale * (wide(g[at]) - sg / m_count - xhat * sgx / m_count)));
       } else {
-        dx[at] = T(scale * double(g[at]));
+        dx[at] = X(P(scale * wide(g[at])));
       }
     });
   }
@@ -274,6 +284,14 @@ template <class F>
 void floating(DataType t, F&& f) {
   if (t == DataType::float64) f(double{});
   else f(float{});
+}
+
+// f(X{}, P{}): x's type and the parameters' (batch_norm_16: a 16-bit x with float32 parameters).
+template <class F>
+void norm_types(DataType x, F&& f) {
+  if (x == DataType::bfloat16) return f(bfloat16{}, float{});
+  if (x == DataType::float16) return f(float16{}, float{});
+  floating(x, [&](auto tag) { f(tag, tag); });
 }
 
 }  // namespace
@@ -320,15 +338,16 @@ void batch_norm_stats(const TensorView& x, const TensorView& mean, const TensorV
   DeviceScratch scratch(device, std::size_t(2 * q.blocks()) * sizeof(double));  // freed stream-ordered
   auto* sums = static_cast<double*>(scratch.get());
   double* squares = sums + q.blocks();
-  floating(x.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* xp = static_cast<const T*>(x.data);
-    batch_norm_sums_kernel<T><<<blocks(q.blocks()), kThreads, 0, stream>>>(xp, q, sums);
+  norm_types(x.dtype, [&](auto xtag, auto ptag) {
+    using X = decltype(xtag);
+    using P = decltype(ptag);
+    const X* xp = static_cast<const X*>(x.data);
+    batch_norm_sums_kernel<X><<<blocks(q.blocks()), kThreads, 0, stream>>>(xp, q, sums);
     CUDA_CHECK_LAUNCH();
-    batch_norm_squares_kernel<T><<<blocks(q.blocks()), kThreads, 0, stream>>>(xp, q, sums, squares);
+    batch_norm_squares_kernel<X><<<blocks(q.blocks()), kThreads, 0, stream>>>(xp, q, sums, squares);
     CUDA_CHECK_LAUNCH();
-    batch_norm_moments_kernel<T><<<blocks_for(c), kThreads, 0, stream>>>(
-        q, sums, squares, static_cast<T*>(mean.data), mean.rank ? mean.strides[0] : 0, static_cast<T*>(var.data),
+    batch_norm_moments_kernel<P><<<blocks_for(c), kThreads, 0, stream>>>(
+        q, sums, squares, static_cast<P*>(mean.data), mean.rank ? mean.strides[0] : 0, static_cast<P*>(var.data),
         var.rank ? var.strides[0] : 0);
     CUDA_CHECK_LAUNCH();
   });
@@ -338,11 +357,12 @@ void batch_norm(const TensorView& x, const TensorView& mean, const TensorView& v
                 const TensorView& beta, double eps, const TensorView& out, cudaStream_t stream) {
   const std::int64_t total = x.size(), c = x.shape[1], s = x.shape[2];
   if (total == 0) return;
-  floating(x.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    batch_norm_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x.data), total, c, s,
-                                                                      FirstAxis<T>(mean), FirstAxis<T>(var), FirstAxis<T>(gamma),
-                                                                      FirstAxis<T>(beta), eps, static_cast<T*>(out.data));
+  norm_types(x.dtype, [&](auto xtag, auto ptag) {
+    using X = decltype(xtag);
+    using P = decltype(ptag);
+    batch_norm_kernel<X, P><<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const X*>(x.data), total, c, s, FirstAxis<P>(mean), FirstAxis<P>(var), FirstAxis<P>(gamma),
+        FirstAxis<P>(beta), eps, static_cast<X*>(out.data));
   });
   CUDA_CHECK_LAUNCH();
 }
@@ -356,16 +376,17 @@ void batch_norm_backward(const TensorView& x, const TensorView& mean, const Tens
   const Parts q = parts_of(n, c, s);
   DeviceScratch scratch(device, std::size_t(2 * q.blocks()) * sizeof(double));  // freed stream-ordered
   auto* sums = static_cast<double*>(scratch.get());
-  floating(x.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* xp = static_cast<const T*>(x.data);
-    const T* gp = static_cast<const T*>(g.data);
-    batch_norm_backward_sums_kernel<T><<<blocks(q.blocks()), kThreads, 0, stream>>>(
-        xp, gp, q, FirstAxis<T>(mean), FirstAxis<T>(var), eps, sums);
+  norm_types(x.dtype, [&](auto xtag, auto ptag) {
+    using X = decltype(xtag);
+    using P = decltype(ptag);
+    const X* xp = static_cast<const X*>(x.data);
+    const X* gp = static_cast<const X*>(g.data);
+    batch_norm_backward_sums_kernel<X, P><<<blocks(q.blocks()), kThreads, 0, stream>>>(
+        xp, gp, q, FirstAxis<P>(mean), FirstAxis<P>(var), eps, sums);
     CUDA_CHECK_LAUNCH();
-    batch_norm_backward_kernel<T><<<blocks(q.blocks()), kThreads, 0, stream>>>(
-        xp, gp, q, FirstAxis<T>(mean), FirstAxis<T>(var), FirstAxis<T>(gamma), eps, training, sums,
-        static_cast<T*>(dx.data), static_cast<T*>(dgamma.data), static_cast<T*>(dbeta.data));
+    batch_norm_backward_kernel<X, P><<<blocks(q.blocks()), kThreads, 0, stream>>>(
+        xp, gp, q, FirstAxis<P>(mean), FirstAxis<P>(var), FirstAxis<P>(gamma), eps, training, sums,
+        static_cast<X*>(dx.data), static_cast<P*>(dgamma.data), static_cast<P*>(dbeta.data));
     CUDA_CHECK_LAUNCH();
   });
 }

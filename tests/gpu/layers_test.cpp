@@ -150,7 +150,7 @@ TEST_CASE("max_pool2d and avg_pool2d match the CPU, ties and padding included, o
   }
 }
 
-TEST_CASE("16-bit conv, pools, GELU and dropout run on the GPU's own 16-bit kernels and match the CPU's") {
+TEST_CASE("16-bit conv, pools, GELU, dropout and batch_norm run on the GPU's own 16-bit kernels and match the CPU's") {
   // The CPU widens each kernel to float32 and rounds once; the GPU's kernels
   // take the 16-bit views (Engine::kernels_16) and round once too, so the two
   // differ only where float32 sums in another order round the other way.
@@ -172,6 +172,20 @@ TEST_CASE("16-bit conv, pools, GELU and dropout run on the GPU's own 16-bit kern
               return dropout(in[0], 0.3, true);
             },
             0, "dropout");
+    // batch_norm of a 16-bit x with float32 parameters and statistics (Engine::batch_norm_16).
+    Twin gamma = d.make({3}, DataType::float32), beta = d.make({3}, DataType::float32);
+    Twin rm = d.make({3}, DataType::float32), rv = d.make({3}, DataType::float32);
+    rv.cpu = rv.cpu.abs().add(0.5), rv.gpu = rv.gpu.abs().add(0.5);
+    for (bool training : {true, false}) {
+      INFO("training " << training);
+      const Op op = [&](const std::vector<NDArray>& in) {
+        const bool gpu_side = in[0].device() == Device::gpu(0);
+        return batch_norm(in[0], in[1], in[2], rm.on(gpu_side), rv.on(gpu_side), training, 0.2);
+      };
+      compare({x, gamma, beta}, {true, true, true}, op, 4 * unit, "batch_norm, float32 parameters");
+      check_same(rm.cpu, rm.gpu, 1e-5, "running mean");
+      check_same(rv.cpu, rv.gpu, 1e-5, "running variance");
+    }
   }
 }
 
