@@ -34,6 +34,10 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias, Pai
 // Padding may be at most half the kernel.
 NDArray max_pool2d(const NDArray& x, Pair kernel, Pair stride, Pair padding = {0, 0},
                    Site site = Site::current());
+// Dilated: the window's taps `dilation` apart (PyTorch's dilation), so it
+// spans dilation · (kernel - 1) + 1 elements; the padding rule is the same.
+NDArray max_pool2d(const NDArray& x, Pair kernel, Pair stride, Pair padding, Pair dilation,
+                   Site site = Site::current());
 // The mean over kH·kW elements, padding counting as zeros.
 NDArray avg_pool2d(const NDArray& x, Pair kernel, Pair stride, Pair padding = {0, 0},
                    Site site = Site::current());

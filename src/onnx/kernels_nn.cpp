@@ -101,8 +101,9 @@ std::string average_ceil_problem(const Window& w) {
 }
 
 std::string pool_check(const CheckContext& c) {
-  for (std::int64_t d : c.node.ints("dilations"))
-    if (d != 1) return "dilated pooling is not supported";
+  if (c.node.op_type() != "MaxPool")
+    for (std::int64_t d : c.node.ints("dilations"))
+      if (d != 1) return fmt::format("dilated {} is not supported; ndgc dilates MaxPool only", c.node.op_type());
   const std::vector<std::int64_t> kernel = c.node.ints("kernel_shape");
   const Window w = window_of(c.node, kernel, spatial_dims(c.input_shapes.empty() ? std::nullopt : c.input_shapes[0]));
   if (!w.problem.empty()) return w.problem;
@@ -123,8 +124,8 @@ NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w,
                     double fill = -std::numeric_limits<double>::infinity()) {
   for (int a = 0; a < 2; ++a) {
     const int axis = 2 + a;
-    const std::int64_t in = x.shape()[axis], k = w.kernel[std::size_t(a)], s = w.stride[std::size_t(a)],
-                       p = w.padding[std::size_t(a)];
+    const std::int64_t in = x.shape()[axis], s = w.stride[std::size_t(a)], p = w.padding[std::size_t(a)];
+    const std::int64_t k = (w.kernel[std::size_t(a)] - 1) * w.dilation[std::size_t(a)] + 1;  // the span
     std::int64_t out = (in + 2 * p - k + s - 1) / s + 1;
     if ((out - 1) * s >= in + p) --out;
     const std::int64_t extra = (out - 1) * s + k - (in + 2 * p);
@@ -150,7 +151,8 @@ NDArray max_positions(const RunContext& c, const NDArray& x, const Window& w, co
         std::int64_t best = -1;
         for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky)
           for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
-            const std::int64_t iy = y * w.stride[0] - w.begin[0] + ky, ix = xo * w.stride[1] - w.begin[1] + kx;
+            const std::int64_t iy = y * w.stride[0] - w.begin[0] + ky * w.dilation[0],
+                               ix = xo * w.stride[1] - w.begin[1] + kx * w.dilation[1];
             if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
             const std::int64_t i = (plane * h + iy) * wd + ix;
             if (best < 0 || v[std::size_t(i)] > v[std::size_t(best)]) best = i;
@@ -171,7 +173,7 @@ void run_max_pool(RunContext& c) {
     w.padding = {0, 0};
   }
   if (c.node.i("ceil_mode", 0) != 0) x = ceil_padded(c, x, w);
-  const NDArray pooled = max_pool2d(x, w.kernel, w.stride, w.padding);
+  const NDArray pooled = max_pool2d(x, w.kernel, w.stride, w.padding, w.dilation);
   const NDArray y = from_2d(pooled, w);
   c.outputs.push_back(is_floating(dtype) ? y : y.to_type(dtype));
   if (c.node.output_wanted(1)) {

@@ -3,7 +3,8 @@
 // max: the padding never wins (it is -inf), the first maximum of a window
 // takes the gradient. avg: the divisor is always kH·kW, padding counting as
 // zeros (count_include_pad). As in PyTorch, the padding may be at most half
-// the kernel, so every window holds at least one element of the input.
+// the kernel, so every window holds at least one element of the input. A
+// max pool may be dilated (its taps `dilation` apart, as PyTorch's).
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -15,7 +16,7 @@ namespace {
 
 using namespace ndgc::ops;
 
-NDArray pool2d(bool max, const NDArray& x, Pair kernel, Pair stride, Pair padding, Site site) {
+NDArray pool2d(bool max, const NDArray& x, Pair kernel, Pair stride, Pair padding, Pair dilation, Site site) {
   detail::enter();
   const char* op = max ? "max_pool2d" : "avg_pool2d";
   Pinned px(x, op);
@@ -24,6 +25,7 @@ NDArray pool2d(bool max, const NDArray& x, Pair kernel, Pair stride, Pair paddin
   check_pair(op, "kernel", kernel, 1);
   check_pair(op, "stride", stride, 1);
   check_pair(op, "padding", padding, 0);
+  check_pair(op, "dilation", dilation, 1);
   if (padding[0] * 2 > kernel[0] || padding[1] * 2 > kernel[1])
     throw InvalidArgument(fmt::format("{}: padding ({}, {}) must be at most half the kernel ({}, {})", op,
                                       padding[0], padding[1], kernel[0], kernel[1]));
@@ -32,6 +34,7 @@ NDArray pool2d(bool max, const NDArray& x, Pair kernel, Pair stride, Pair paddin
     w.kernel[a] = kernel[a];
     w.stride[a] = stride[a];
     w.padding[a] = padding[a];
+    w.dilation[a] = dilation[a];
   }
   const Pair hw = window_output(op, *px, w);
   check_layer_kernels(op, px->device);
@@ -45,11 +48,15 @@ NDArray pool2d(bool max, const NDArray& x, Pair kernel, Pair stride, Pair paddin
 }  // namespace
 
 NDArray max_pool2d(const NDArray& x, Pair kernel, Pair stride, Pair padding, Site site) {
-  return pool2d(true, x, kernel, stride, padding, site);
+  return pool2d(true, x, kernel, stride, padding, {1, 1}, site);
+}
+
+NDArray max_pool2d(const NDArray& x, Pair kernel, Pair stride, Pair padding, Pair dilation, Site site) {
+  return pool2d(true, x, kernel, stride, padding, dilation, site);
 }
 
 NDArray avg_pool2d(const NDArray& x, Pair kernel, Pair stride, Pair padding, Site site) {
-  return pool2d(false, x, kernel, stride, padding, site);
+  return pool2d(false, x, kernel, stride, padding, {1, 1}, site);
 }
 
 }  // namespace ndgc

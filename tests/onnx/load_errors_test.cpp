@@ -84,12 +84,12 @@ TEST_CASE("onnx::load: attributes and dtypes ndgc cannot run are refused at load
   unsigned16.node("Relu", {"x"}, {"y"}, "r");
   check_refused<InvalidArgument>(unsigned16.write(dir / "uint16.onnx"), "UINT16");
 
-  GraphBuilder dilated;
-  dilated.input("x", {1, 1, 5, 5}).output("y", {1, 1, 3, 3});
-  auto& d = dilated.node("MaxPool", {"x"}, {"y"}, "spread");
-  GraphBuilder::attr(d, "kernel_shape", std::vector<std::int64_t>{2, 2});
-  GraphBuilder::attr(d, "dilations", std::vector<std::int64_t>{2, 2});
-  check_refused<InvalidArgument>(dilated.write(dir / "dilated.onnx"), "MaxPool 'spread': dilated pooling");
+  GraphBuilder volume;
+  volume.input("x", {1, 1, 4, 4, 4}).output("y", {1, 1, 2, 2, 2});
+  auto& d = volume.node("MaxPool", {"x"}, {"y"}, "cube");
+  GraphBuilder::attr(d, "kernel_shape", std::vector<std::int64_t>{2, 2, 2});
+  GraphBuilder::attr(d, "strides", std::vector<std::int64_t>{2, 2, 2});
+  check_refused<InvalidArgument>(volume.write(dir / "volume.onnx"), "MaxPool 'cube': 3 spatial axes; ndgc runs 1 and 2");
 }
 
 TEST_CASE("onnx::load: hostile but valid models are errors, never crashes") {

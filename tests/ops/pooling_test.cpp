@@ -29,6 +29,27 @@ TEST_CASE("max_pool2d: the padding never wins; avg_pool2d: it counts as zeros") 
   check_values(max_pool2d(y, {3, 3}, {2, 2}, {1, 1}), {5, 6, 8, 9});
 }
 
+TEST_CASE("max_pool2d dilated: taps `dilation` apart, the padding never wins, the gradient to the first maximum") {
+  NDManager m = fresh();
+  std::vector<double> v(25);
+  for (int i = 0; i < 25; ++i) v[std::size_t(i)] = i + 1;  // row r, column c holds 5r + c + 1
+  NDArray x = m.create(v, {1, 1, 5, 5}).set_requires_gradient(true);
+  // 2x2 taps 2 apart span 3x3: window (oy, ox) reads rows oy, oy + 2 and columns ox, ox + 2.
+  check_values(max_pool2d(x, {2, 2}, {1, 1}, {0, 0}, {2, 2}), {13, 14, 15, 18, 19, 20, 23, 24, 25});
+  // Stride 2, padding 1: window oy reads rows 2oy - 1 and 2oy + 1, of which -1 and 5 are padding.
+  NDArray y;
+  {
+    GradientCollector gc;
+    y = max_pool2d(x, {2, 2}, {2, 2}, {1, 1}, {2, 2});
+    gc.backward(y.sum());
+  }
+  check_values(y, {7, 9, 9, 17, 19, 19, 17, 19, 19});
+  std::vector<double> want(25, 0.0);
+  want[6] = 1, want[8] = 2, want[16] = 2, want[18] = 4;  // (1, 1), (1, 3), (3, 1), (3, 3)
+  check_values(x.gradient(), want);
+  check_shape(max_pool2d(x, {2, 2}, {1, 1}, {0, 0}, {1, 1}), {1, 1, 4, 4});  // dilation 1: the plain pool
+}
+
 TEST_CASE("pooling: batches, channels, views and float32") {
   NDManager m = fresh();
   std::vector<double> v(2 * 3 * 4 * 6);
@@ -131,6 +152,10 @@ TEST_CASE("pooling: errors name what is wrong, and a failed call leaves nothing"
   CHECK_THROWS_WITH_AS(max_pool2d(x, {2, 2}, {1, 1}, {2, 0}), doctest::Contains("at most half the kernel"),
                        InvalidArgument);
   CHECK_THROWS_WITH_AS(avg_pool2d(x, {5, 2}, {1, 1}), doctest::Contains("larger than the padded input"),
+                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(max_pool2d(x, {2, 2}, {1, 1}, {0, 0}, {1, 0}),
+                       doctest::Contains("dilation (1, 0) must be at least 1"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(max_pool2d(x, {2, 2}, {1, 1}, {0, 0}, {4, 1}), doctest::Contains("larger than the padded input"),
                        InvalidArgument);
   CHECK_THROWS_AS(max_pool2d(m.ones({1, 2, 4, 4}, DataType::int64), {2, 2}, {2, 2}), DTypeMismatch);
   const std::size_t before = m.array_count();
