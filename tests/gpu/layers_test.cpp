@@ -147,6 +147,8 @@ TEST_CASE("max_pool2d and avg_pool2d match the CPU, ties and padding included, o
               [&](const auto& in) { return avg_pool2d(in[0].transpose({0, 1, 3, 2}), k.kernel, k.stride, k.padding); },
               tol(t), "avg_pool2d of a transposed view");
     }
+    compare({x}, {true}, [](const auto& in) { return max_pool2d(in[0], {2, 2}, {2, 1}, {1, 1}, {2, 3}); }, 0,
+            "dilated max_pool2d");
   }
 }
 
