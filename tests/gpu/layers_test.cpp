@@ -100,6 +100,26 @@ void compare(const std::vector<Twin>& inputs, const std::vector<bool>& trained, 
     check_same(c.grads[i], g.grads[i], tolerance, what + ": gradient " + std::to_string(i));
 }
 
+// batch_norm of x with parameters and running statistics of dtype `params`,
+// training and not, against the CPU: output and gradients within
+// `tolerance`, the running statistics within `stats_tolerance`.
+void check_batch_norm(Devices& d, const Twin& x, DataType params, double tolerance, double stats_tolerance) {
+  const Shape channels{x.cpu.shape()[1]};
+  Twin gamma = d.make(channels, params), beta = d.make(channels, params);
+  Twin rm = d.make(channels, params), rv = d.make(channels, params);
+  rv.cpu = rv.cpu.abs().add(0.5), rv.gpu = rv.gpu.abs().add(0.5);
+  for (bool training : {true, false}) {
+    INFO("training " << training);
+    const Op op = [&](const std::vector<NDArray>& in) {
+      const bool gpu_side = in[0].device() == Device::gpu(0);
+      return batch_norm(in[0], in[1], in[2], rm.on(gpu_side), rv.on(gpu_side), training, 0.2);
+    };
+    compare({x, gamma, beta}, {true, true, true}, op, tolerance, "batch_norm");
+    check_same(rm.cpu, rm.gpu, stats_tolerance, "running mean");
+    check_same(rv.cpu, rv.gpu, stats_tolerance, "running variance");
+  }
+}
+
 struct ConvCase {
   Pair stride, padding, dilation;
   std::int64_t groups;
@@ -174,20 +194,8 @@ TEST_CASE("16-bit conv, pools, GELU, dropout and batch_norm run on the GPU's own
               return dropout(in[0], 0.3, true);
             },
             0, "dropout");
-    // batch_norm of a 16-bit x with float32 parameters and statistics (Engine::batch_norm_16).
-    Twin gamma = d.make({3}, DataType::float32), beta = d.make({3}, DataType::float32);
-    Twin rm = d.make({3}, DataType::float32), rv = d.make({3}, DataType::float32);
-    rv.cpu = rv.cpu.abs().add(0.5), rv.gpu = rv.gpu.abs().add(0.5);
-    for (bool training : {true, false}) {
-      INFO("training " << training);
-      const Op op = [&](const std::vector<NDArray>& in) {
-        const bool gpu_side = in[0].device() == Device::gpu(0);
-        return batch_norm(in[0], in[1], in[2], rm.on(gpu_side), rv.on(gpu_side), training, 0.2);
-      };
-      compare({x, gamma, beta}, {true, true, true}, op, 4 * unit, "batch_norm, float32 parameters");
-      check_same(rm.cpu, rm.gpu, 1e-5, "running mean");
-      check_same(rv.cpu, rv.gpu, 1e-5, "running variance");
-    }
+    // A 16-bit x with float32 parameters and statistics (Engine::batch_norm_16).
+    check_batch_norm(d, x, DataType::float32, 4 * unit, 1e-5);
   }
 }
 
@@ -198,20 +206,7 @@ TEST_CASE("batch_norm matches the CPU in training and evaluation, running statis
     for (const Shape& shape : {Shape{4, 3, 5, 2}, Shape{6, 3}, Shape{64, 3, 24, 24}, Shape{700, 2, 7, 7}}) {
       INFO(to_string(t) << " x " << shape.to_string());
       Devices d;
-      const Shape channels{shape[1]};
-      Twin x = d.make(shape, t), gamma = d.make(channels, t), beta = d.make(channels, t);
-      Twin rm = d.make(channels, t), rv = d.make(channels, t);
-      rv.cpu = rv.cpu.abs().add(0.5), rv.gpu = rv.gpu.abs().add(0.5);
-      for (bool training : {true, false}) {
-        INFO("training " << training);
-        const Op op = [&](const std::vector<NDArray>& in) {
-          const bool gpu_side = in[0].device() == Device::gpu(0);
-          return batch_norm(in[0], in[1], in[2], rm.on(gpu_side), rv.on(gpu_side), training, 0.2);
-        };
-        compare({x, gamma, beta}, {true, true, true}, op, tol(t), "batch_norm");
-        check_same(rm.cpu, rm.gpu, tol(t), "running mean");
-        check_same(rv.cpu, rv.gpu, tol(t), "running variance");
-      }
+      check_batch_norm(d, d.make(shape, t), t, tol(t), tol(t));
     }
   }
 }
