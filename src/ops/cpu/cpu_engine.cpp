@@ -59,7 +59,8 @@ void CpuEngine::eye(const TensorView& out) {
 // A draw's state is read here, when the kernel runs (host memory: the
 // simulated GPU of the tests records CPU kernels into its graphs).
 void CpuEngine::random_uniform(const TensorView& out, double low, double high, const RandomDraw& draw) {
-  const auto [seed, offset, none] = random::start_of(draw);
+  const RandomDraw at = random::start_of(draw);  // plain variables: clang 14 lambdas cannot capture bindings
+  const std::uint64_t seed = at.seed, offset = at.offset;
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     std::int64_t i = 0;
@@ -71,7 +72,8 @@ void CpuEngine::random_uniform(const TensorView& out, double low, double high, c
 }
 
 void CpuEngine::random_normal(const TensorView& out, double mean, double stddev, const RandomDraw& draw) {
-  const auto [seed, offset, none] = random::start_of(draw);
+  const RandomDraw at = random::start_of(draw);  // plain variables: clang 14 lambdas cannot capture bindings
+  const std::uint64_t seed = at.seed, offset = at.offset;
   generate(out, [&](std::int64_t i) { return random::normal_at(mean, stddev, seed, offset, std::uint64_t(i)); });
 }
 

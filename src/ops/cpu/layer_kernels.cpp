@@ -87,7 +87,8 @@ void CpuEngine::gelu_backward(const TensorView& x, const TensorView& g, const Te
 }
 
 void CpuEngine::dropout(const TensorView& x, double p, const RandomDraw& draw, const TensorView& out) {
-  const auto [seed, offset, none] = random::start_of(draw);
+  const RandomDraw at = random::start_of(draw);  // plain variables: clang 14 lambdas cannot capture bindings
+  const std::uint64_t seed = at.seed, offset = at.offset;
   std::optional<Scratch> keep;
   const TensorView& xc = contiguous_or_copy(x, keep);
   floating(x.dtype, "dropout", [&](auto tag) {
