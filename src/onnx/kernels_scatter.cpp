@@ -7,9 +7,13 @@
 //     then summed to the output's positions;
 //   - the count of updates at each position is the same product of ones;
 //   - reduction "none" takes the update where one arrived and the data
-//     elsewhere, "add" adds them.
-// Integer data is scattered on the host. Reduction "mul" (and opset 18's
-// "max" and "min") is refused at load. Under "none" two updates for one
+//     elsewhere, "add" adds them;
+//   - ScatterND's "mul" multiplies the data by every update that reaches a
+//     position: the updates are dealt into layers, the k-th update of each
+//     position into layer k, so that a layer reaches a position at most
+//     once; each layer is spread as above and multiplies where it arrived.
+// Integer data is scattered on the host. ScatterElements' "mul" (and opset
+// 18's "max" and "min") is refused at load. Under "none" two updates for one
 // position have no defined result (ONNX leaves the order open), so that is
 // an InvalidArgument at forward rather than a silent choice.
 #include <algorithm>
@@ -23,10 +27,11 @@ namespace ndgc::onnx::detail {
 namespace {
 
 bool adds(const RunContext& c) { return c.node.s("reduction", "none") == "add"; }
+bool multiplies(const RunContext& c) { return c.node.s("reduction", "none") == "mul"; }
 
 // InvalidArgument when two updates under "none" go to one position.
 void check_distinct(const RunContext& c, std::vector<std::int64_t> positions) {
-  if (adds(c)) return;
+  if (adds(c) || multiplies(c)) return;
   std::sort(positions.begin(), positions.end());
   const auto twice = std::adjacent_find(positions.begin(), positions.end());
   if (twice != positions.end())
@@ -43,7 +48,7 @@ NDArray scatter_on_host(const RunContext& c, const NDArray& data, const std::vec
     for (std::int64_t e = 0; e < row; ++e) {
       std::int64_t& to = out[std::size_t(dest[u] * row + e)];
       const std::int64_t v = upd[u * std::size_t(row) + std::size_t(e)];
-      to = adds(c) ? to + v : v;
+      to = adds(c) ? to + v : multiplies(c) ? to * v : v;
     }
   NDArray r = make_ints(c, out, data.shape());
   return data.dtype() == DataType::int64 ? r : r.to_type(data.dtype());
@@ -104,6 +109,35 @@ void run_scatter_elements(RunContext& c) {
   c.outputs.push_back(combine(c, data, spread, count));
 }
 
+// ScatterND's "mul" over rows: data [rows, row] times every update row that
+// reaches it. hot [U, rows] is the updates' one-hot rows, dest their rows.
+NDArray multiply_in_layers(const RunContext& c, NDArray data, const NDArray& hot, const NDArray& updates,
+                           const std::vector<std::int64_t>& dest) {
+  std::vector<std::int64_t> seen(dest.size(), 0), layer(dest.size());
+  std::int64_t layers = 0;
+  {
+    std::vector<std::int64_t> sorted = dest;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    for (std::size_t u = 0; u < dest.size(); ++u) {
+      const auto slot = std::size_t(std::lower_bound(sorted.begin(), sorted.end(), dest[u]) - sorted.begin());
+      layer[u] = seen[slot]++;
+      layers = std::max(layers, layer[u] + 1);
+    }
+  }
+  const auto count_u = std::int64_t(dest.size());
+  for (std::int64_t k = 0; k < layers; ++k) {
+    std::vector<std::int64_t> in_layer(dest.size());
+    for (std::size_t u = 0; u < dest.size(); ++u) in_layer[u] = layer[u] == k ? 1 : 0;
+    const NDArray mask = make_ints(c, in_layer, Shape{count_u, 1}).to_type(hot.dtype());
+    const NDArray hot_k = hot.mul(mask);                                          // this layer's updates only
+    const NDArray spread = hot_k.transpose().matmul(updates);                     // [rows, row]
+    const NDArray reached = hot_k.sum({0}).reshape(Shape{hot.shape()[1], 1});     // 1 where one arrived
+    data = data.mul(where(reached.gt(0.0), spread, c.manager.ones(spread.shape(), spread.dtype())));
+  }
+  return data;
+}
+
 // ScatterND: the last axis of indices (length q) addresses a slice data[i0, ..., iq-1, ...].
 void run_scatter_nd(RunContext& c) {
   const NDArray& data = c.in(0);
@@ -139,15 +173,22 @@ void run_scatter_nd(RunContext& c) {
     return;
   }
   const NDArray hot = make_ints(c, dest, Shape{count_u}).one_hot(rows, data.dtype());  // [U, rows]
-  const NDArray spread = hot.transpose().matmul(updates.reshape(Shape{count_u, row}));    // [rows, row]
+  const NDArray flat_updates = updates.reshape(Shape{count_u, row});
+  if (multiplies(c)) {
+    c.outputs.push_back(multiply_in_layers(c, data.reshape(Shape{rows, row}), hot, flat_updates, dest).reshape(ds));
+    return;
+  }
+  const NDArray spread = hot.transpose().matmul(flat_updates);  // [rows, row]
   const NDArray count = hot.sum({0}).reshape(Shape{rows, 1});
   c.outputs.push_back(combine(c, data.reshape(Shape{rows, row}), spread, count).reshape(ds));
 }
 
 std::string reduction_check(const CheckContext& c) {
   const std::string reduction = c.node.s("reduction", "none");
-  if (reduction != "none" && reduction != "add")
-    return fmt::format("reduction '{}' is not supported; ndgc runs 'none' and 'add'", reduction);
+  const bool mul = reduction == "mul" && c.node.op_type() == "ScatterND";
+  if (reduction != "none" && reduction != "add" && !mul)
+    return fmt::format("reduction '{}' is not supported; ndgc runs 'none' and 'add'{}", reduction,
+                       c.node.op_type() == "ScatterND" ? " and 'mul'" : "");
   return numeric_data(c);
 }
 

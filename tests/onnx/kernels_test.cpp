@@ -110,7 +110,36 @@ TEST_CASE("onnx ScatterElements and ScatterND: the updates land, and data and up
   }
 }
 
-TEST_CASE("onnx scatters: two updates for one position under 'none' are an error; 'mul' is refused at load") {
+TEST_CASE("onnx ScatterND 'mul': every update reaching a position multiplies it, with gradients") {
+  test::TempFolder dir("scatter_mul");
+  GraphBuilder g(16);
+  g.input("x", {3}).input("u", {3}).output("y", {3});
+  g.ints("at", {3, 1}, {1, 1, 2});  // two updates for position 1, one for 2
+  GraphBuilder::attr_s(g.node("ScatterND", {"x", "at", "u"}, {"y"}, "product"), "reduction", "mul");
+  onnx::Imported net = onnx::load(g.write(dir / "mul.onnx"), "mul");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.create<float>(std::vector<float>{2, 3, 4}, Shape{3}).set_requires_gradient(true);
+  NDArray u = batch.create<float>(std::vector<float>{5, 6, 7}, Shape{3}).set_requires_gradient(true);
+  const NDArray y = forward_with_gradient(net, NDList{x, u}, batch.create<float>(std::vector<float>{1, 2, 3}, Shape{3}));
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 90, 28});
+  CHECK(x.gradient().to_vector<float>() == std::vector<float>{1, 60, 21});
+  CHECK(u.gradient().to_vector<float>() == std::vector<float>{36, 30, 12});
+  // Integer data multiplies on the host.
+  GraphBuilder h(16);
+  h.input("x", {3}, ::onnx::TensorProto::INT64).input("u", {3}, ::onnx::TensorProto::INT64);
+  h.output("y", {3}, ::onnx::TensorProto::INT64);
+  h.ints("at", {3, 1}, {1, 1, 2});
+  GraphBuilder::attr_s(h.node("ScatterND", {"x", "at", "u"}, {"y"}, "product"), "reduction", "mul");
+  onnx::Imported ints = onnx::load(h.write(dir / "mul_int.onnx"), "mul_int");
+  const NDList out = ints.model.block().forward(
+      NDList{batch.create<std::int64_t>(std::vector<std::int64_t>{2, 3, 4}, Shape{3}),
+             batch.create<std::int64_t>(std::vector<std::int64_t>{5, 6, 7}, Shape{3})},
+      false);
+  CHECK(out[0].to_vector<std::int64_t>() == std::vector<std::int64_t>{2, 90, 28});
+}
+
+TEST_CASE("onnx scatters: two updates for one position under 'none' are an error; ScatterElements' 'mul' is refused "
+          "at load") {
   test::TempFolder dir("scatter_bad");
   NDManager batch = NDManager::new_base_manager("batch");
   {
@@ -126,11 +155,12 @@ TEST_CASE("onnx scatters: two updates for one position under 'none' are an error
   {
     GraphBuilder g(16);
     g.input("x", {3}).input("u", {1}).output("y", {3});
-    g.ints("at", {1, 1}, {0});
-    auto& n = g.node("ScatterND", {"x", "at", "u"}, {"y"}, "product");
+    g.ints("at", {1}, {0});
+    auto& n = g.node("ScatterElements", {"x", "at", "u"}, {"y"}, "product");
     GraphBuilder::attr_s(n, "reduction", "mul");
     CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "mul.onnx"), "mul"),
-                         doctest::Contains("reduction 'mul' is not supported"), InvalidArgument);
+                         doctest::Contains("ScatterElements 'product': reduction 'mul' is not supported"),
+                         InvalidArgument);
   }
 }
 
