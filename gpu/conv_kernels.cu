@@ -124,15 +124,6 @@ __global__ void pool_backward_tiled_kernel(bool max, const T* x, Nchw s, const T
   }
 }
 
-// Runs f(T{}) for the floating dtypes, the 16-bit ones included (the engine
-// has checked the dtype): Engine::kernels_16.
-template <class F>
-void floating(DataType t, F&& f) {
-  if (t == DataType::float64) f(double{});
-  else if (t == DataType::float16) f(float16{});
-  else if (t == DataType::bfloat16) f(bfloat16{});
-  else f(float{});
-}
 
 }  // namespace
 
@@ -156,7 +147,7 @@ void col2im(const TensorView& col, const Window2d& w, const TensorView& dx, cuda
   const Nchw s(dx);
   const std::int64_t oh = out_size(w, 0, s.h), ow = out_size(w, 1, s.w), total = dx.size();
   if (total == 0) return;
-  floating(dx.dtype, [&](auto tag) {
+  dispatch_floating(dx.dtype, [&](auto tag) {
     using T = decltype(tag);
     col2im_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(col.data), w, s.c, s.h,
                                                                   s.w, oh, ow, static_cast<T*>(dx.data), total);
@@ -167,7 +158,7 @@ void col2im(const TensorView& col, const Window2d& w, const TensorView& dx, cuda
 void pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out, cudaStream_t stream) {
   const std::int64_t total = out.size();
   if (total == 0) return;
-  floating(x.dtype, [&](auto tag) {
+  dispatch_floating(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     pool_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(max, static_cast<const T*>(x.data), Nchw(x), w,
                                                                 out.shape[2], out.shape[3],
@@ -185,7 +176,7 @@ void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const W
     if (s.h % w.kernel[0] != 0 || s.w % w.kernel[1] != 0) fill(dx, 0.0, stream);
     const std::int64_t windows = g.size();
     if (windows == 0) return;
-    floating(x.dtype, [&](auto tag) {
+    dispatch_floating(x.dtype, [&](auto tag) {
       using T = decltype(tag);
       pool_backward_tiled_kernel<T><<<blocks_for(windows), kThreads, 0, stream>>>(
           max, static_cast<const T*>(x.data), s, static_cast<const T*>(g.data), gs, w, static_cast<T*>(dx.data),
@@ -194,7 +185,7 @@ void pool2d_backward(bool max, const TensorView& x, const TensorView& g, const W
     CUDA_CHECK_LAUNCH();
     return;
   }
-  floating(x.dtype, [&](auto tag) {
+  dispatch_floating(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     pool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
         max, static_cast<const T*>(x.data), Nchw(x), static_cast<const T*>(g.data), Nchw(g), w,

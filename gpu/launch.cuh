@@ -53,6 +53,16 @@ decltype(auto) dispatch(DataType t, F&& f) {
 template <class T>
 using Compute = std::conditional_t<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>, float, T>;
 
+// f(T{}) for a floating dtype the engine has checked, the 16-bit ones
+// included (Engine::kernels_16's layer kernels).
+template <class F>
+void dispatch_floating(DataType t, F&& f) {
+  if (t == DataType::float64) f(double{});
+  else if (t == DataType::float16) f(float16{});
+  else if (t == DataType::bfloat16) f(bfloat16{});
+  else f(float{});
+}
+
 // Every dtype, the 16-bit storage types included.
 template <class F>
 decltype(auto) dispatch_storage(DataType t, F&& f) {

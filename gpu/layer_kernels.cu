@@ -172,28 +172,19 @@ void embedding_backward_typed(const std::int64_t* idx, std::int64_t count, const
   CUDA_CHECK_LAUNCH();
 }  // the scratch buffers are freed stream-ordered, after the kernels
 
-// f(T{}) for a floating dtype, the 16-bit ones included (Engine::kernels_16).
-template <class F>
-void any_floating(DataType t, F&& f) {
-  if (t == DataType::float64) f(double{});
-  else if (t == DataType::float16) f(float16{});
-  else if (t == DataType::bfloat16) f(bfloat16{});
-  else f(float{});
-}
-
 }  // namespace
 
 void gelu(const TensorView& x, const TensorView& out, cudaStream_t stream) {
-  any_floating(x.dtype, [&](auto tag) { gelu_typed<decltype(tag)>(x, out, stream); });
+  dispatch_floating(x.dtype, [&](auto tag) { gelu_typed<decltype(tag)>(x, out, stream); });
 }
 
 void gelu_backward(const TensorView& x, const TensorView& g, const TensorView& dx, cudaStream_t stream) {
-  any_floating(x.dtype, [&](auto tag) { gelu_backward_typed<decltype(tag)>(x, g, dx, stream); });
+  dispatch_floating(x.dtype, [&](auto tag) { gelu_backward_typed<decltype(tag)>(x, g, dx, stream); });
 }
 
 void dropout(const TensorView& x, double p, const ops::RandomDraw& draw, const TensorView& out,
              cudaStream_t stream) {
-  any_floating(x.dtype, [&](auto tag) { dropout_typed<decltype(tag)>(x, p, draw, out, stream); });
+  dispatch_floating(x.dtype, [&](auto tag) { dropout_typed<decltype(tag)>(x, p, draw, out, stream); });
 }
 
 void check_indices(const std::int64_t* indices, std::int64_t count, std::int64_t rows, std::int64_t* err,

@@ -110,6 +110,14 @@ TEST_CASE("dropout's backward in a CUDA graph redraws its replay's mask; a mask 
                                          "numbers were drawn before the capture began"),
                        InvalidArgument);
   CHECK(dropout(x, 0.5, true).size() == 1024);  // the device stays usable
+
+  // The other way round: a mask drawn in a capture, its backward run eagerly after it.
+  NDArray captured;
+  GradientCollector outside;
+  DeviceGraph forward_only = DeviceGraph::capture(Device::gpu(0), [&] { captured = dropout(x, 0.5, true); });
+  forward_only.replay();
+  CHECK_THROWS_WITH_AS(outside.backward(captured.sum()),
+                       doctest::Contains("only a replay of that graph can draw them"), InvalidArgument);
 }
 
 TEST_CASE("training steps with dropout replayed from a CUDA graph draw the eager steps' masks") {
