@@ -2,7 +2,8 @@
 // between its elements), padded by what the transposed window needs, and
 // convolved with the kernel flipped and its channel axes swapped. Each step
 // is an ndgc op (concat, reshape, slices, a reversing gather, conv2d), so it
-// has their gradients and device kernels. One or two spatial axes.
+// has their gradients and device kernels. One, two or three spatial axes
+// (three as in Note [Volumes as slices of depth]).
 //
 //   out = s (in - 1) + output_padding + (k - 1) d + 1 - pad_begin - pad_end
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/layers.hpp"
 #include "onnx/kernel_support.hpp"
+#include "onnx/volume.hpp"
 
 namespace ndgc::onnx::detail {
 namespace {
@@ -53,8 +55,8 @@ void resolve_pads(const Node& node, Axis& a, std::size_t i, std::size_t spatial)
 void run_conv_transpose(RunContext& c) {
   NDArray x = c.in(0), w = c.in(1);
   const int spatial = x.rank() - 2;
-  if (spatial < 1 || spatial > 2 || w.rank() != x.rank())
-    throw InvalidArgument(fmt::format("onnx: {}: input {} and weight {}: ndgc runs 1 and 2 spatial axes",
+  if (spatial < 1 || spatial > 3 || w.rank() != x.rank())
+    throw InvalidArgument(fmt::format("onnx: {}: input {} and weight {}: ndgc runs 1, 2 and 3 spatial axes",
                                       c.node.label(), x.shape().to_string(), w.shape().to_string()));
   const std::int64_t groups = c.node.i("group", 1), channels = x.shape()[1];
   if (groups < 1 || channels % groups != 0 || w.shape()[0] != channels)
@@ -82,6 +84,7 @@ void run_conv_transpose(RunContext& c) {
     kernel = gather_along(c, kernel, reversed, Shape{std::int64_t(reversed.size())}, k);
   }
   Pair dilation{1, 1};
+  DepthTaps depth;
   for (std::size_t i = 0; i < n; ++i) {
     const int axis = 2 + int(i);
     Axis a{x.shape()[axis], w.shape()[axis], strides[i], dilations[i], output_padding[i], 0, 0};
@@ -89,7 +92,13 @@ void run_conv_transpose(RunContext& c) {
     x = spread(c, x, axis, a.s);
     const std::int64_t reach = (a.k - 1) * a.d;
     x = pad_constant(c, x, axis, reach - a.pad_begin, reach - a.pad_end + a.output_padding, 0.0);
-    dilation[spatial == 1 ? 1 : i] = a.d;
+    if (spatial == 3 && i == 0) depth = {a.k, 1, a.d};
+    else dilation[spatial == 1 ? 1 : spatial == 3 ? i - 1 : i] = a.d;
+  }
+  if (spatial == 3) {
+    c.outputs.push_back(conv_by_depth_slices(x, kernel, c.has(2) ? c.in(2) : NDArray{}, depth, {1, 1}, {0, 0},
+                                             dilation, groups));
+    return;
   }
   if (spatial == 1) x = x.expand_dims(2), kernel = kernel.expand_dims(2);
   NDArray y = conv2d(x, kernel, c.has(2) ? c.in(2) : NDArray{}, {1, 1}, {0, 0}, dilation, groups);
@@ -100,7 +109,7 @@ std::string conv_transpose_check(const CheckContext& c) {
   if (std::string why = floats_only(c); !why.empty()) return why;
   const auto& x = c.input_shapes.empty() ? std::nullopt : c.input_shapes[0];
   const std::size_t spatial = c.node.has("kernel_shape") ? c.node.ints("kernel_shape").size() : x ? x->size() - 2 : 2;
-  if (spatial < 1 || spatial > 2) return fmt::format("{} spatial axes; ndgc runs 1 and 2", spatial);
+  if (spatial < 1 || spatial > 3) return fmt::format("{} spatial axes; ndgc runs 1, 2 and 3", spatial);
   return "";
 }
 

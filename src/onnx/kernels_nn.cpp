@@ -1,6 +1,7 @@
 // Neural-network kernels: MatMul, Gemm, Conv, the pools, BatchNormalization,
 // LayerNormalization, Dropout, Softmax and LogSoftmax, on ndgc's layer ops.
-// A 1-D convolution or pool runs as the 2-D op on a height-1 image.
+// A 1-D convolution or pool runs as the 2-D op on a height-1 image, a 3-D
+// one as 2-D ops on slices of depth (Note [Volumes as slices of depth]).
 #include <limits>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "ndgc/error.hpp"
 #include "ndgc/layers.hpp"
 #include "onnx/kernel_support.hpp"
+#include "onnx/volume.hpp"
 #include "onnx/window.hpp"
 
 namespace ndgc::onnx::detail {
@@ -71,6 +73,9 @@ NDArray pad_image(const RunContext& c, NDArray x, const Window& w, double value)
   return x;
 }
 
+// The depth axis's taps, of a 3-D window.
+DepthTaps taps(const Window& w) { return {w.depth.kernel, w.depth.stride, w.depth.dilation}; }
+
 void run_conv(RunContext& c) {
   const NDArray& weight = c.in(1);
   const Window w = run_window(c, spatial_dims(weight.shape()));
@@ -78,8 +83,16 @@ void run_conv(RunContext& c) {
   const std::int64_t groups = c.node.i("group", 1);
   NDArray x = as_2d(c.in(0), w);
   const bool explicit_pads = w.explicit_padding(false);
+  const Pair padding = explicit_pads ? Pair{0, 0} : w.padding;
+  if (w.spatial == 3) {  // Note [Volumes as slices of depth]
+    x = pad_constant(c, x, 2, w.depth.begin, w.depth.end, 0.0);
+    if (explicit_pads)
+      for (int a = 0; a < 2; ++a) x = pad_constant(c, x, 3 + a, w.begin[std::size_t(a)], w.end[std::size_t(a)], 0.0);
+    c.outputs.push_back(conv_by_depth_slices(x, weight, bias, taps(w), w.stride, padding, w.dilation, groups));
+    return;
+  }
   if (explicit_pads) x = pad_image(c, x, w, 0.0);
-  NDArray y = conv2d(x, as_2d(weight, w), bias, w.stride, explicit_pads ? Pair{0, 0} : w.padding, w.dilation, groups);
+  NDArray y = conv2d(x, as_2d(weight, w), bias, w.stride, padding, w.dilation, groups);
   c.outputs.push_back(from_2d(y, w));
 }
 
@@ -94,10 +107,11 @@ std::string conv_check(const CheckContext& c) {
 // last window that starts past the input) agree when there is no padding and
 // no stride exceeds its kernel; ndgc runs only that case. "" when it is one.
 std::string average_ceil_problem(const Window& w) {
+  bool past = w.depth.begin + w.depth.end > 0 || w.depth.stride > w.depth.kernel;
   for (int a = 0; a < 2; ++a)
-    if (w.begin[std::size_t(a)] + w.end[std::size_t(a)] > 0 || w.stride[std::size_t(a)] > w.kernel[std::size_t(a)])
-      return "AveragePool's ceil_mode with padding, or with a stride past the kernel, is not supported";
-  return "";
+    past = past || w.begin[std::size_t(a)] + w.end[std::size_t(a)] > 0 ||
+           w.stride[std::size_t(a)] > w.kernel[std::size_t(a)];
+  return past ? "AveragePool's ceil_mode with padding, or with a stride past the kernel, is not supported" : "";
 }
 
 std::string pool_check(const CheckContext& c) {
@@ -109,6 +123,7 @@ std::string pool_check(const CheckContext& c) {
   if (!w.problem.empty()) return w.problem;
   if (c.node.op_type() == "AveragePool" && c.node.i("ceil_mode", 0) != 0)
     if (std::string why = average_ceil_problem(w); !why.empty()) return why;
+  if (w.spatial == 3 && c.node.output_wanted(1)) return "MaxPool's indices over 3 spatial axes are not supported";
   // MaxPool of uint8 and int32 runs in float64, which holds each value exactly.
   if (c.node.op_type() == "MaxPool" && !c.input_dtypes.empty() && c.input_dtypes[0] &&
       (*c.input_dtypes[0] == DataType::uint8 || *c.input_dtypes[0] == DataType::int32))
@@ -116,22 +131,37 @@ std::string pool_check(const CheckContext& c) {
   return floats_only(c);
 }
 
-// ceil_mode: the output rounds up, as PyTorch's (a last window that would
-// start in the right padding is dropped): the image gains the missing rows
-// and columns at its end, of `fill`: -inf, which never wins a max window, or
-// 0 for an average, whose divisor then counts the real elements.
+// ceil_mode's extra elements at the end of an axis of `in` elements with
+// `begin` and `end` padding: the output rounds up, as PyTorch's, but a last
+// window that would start in the end's padding is dropped.
+std::int64_t ceil_extra(std::int64_t in, std::int64_t begin, std::int64_t end, std::int64_t kernel, std::int64_t s,
+                        std::int64_t d) {
+  const std::int64_t span = (kernel - 1) * d + 1, padded = in + begin + end;
+  std::int64_t out = (padded - span + s - 1) / s + 1;
+  if ((out - 1) * s >= in + begin) --out;
+  return std::max<std::int64_t>((out - 1) * s + span - padded, 0);
+}
+
+// ceil_mode on the last two axes of x [N, C, H, W]: the image gains the
+// missing rows and columns at its end, of `fill`: -inf, which never wins a
+// max window, or 0 for an average, whose divisor then counts the real elements.
 NDArray ceil_padded(const RunContext& c, NDArray x, const Window& w,
                     double fill = -std::numeric_limits<double>::infinity()) {
   for (int a = 0; a < 2; ++a) {
-    const int axis = 2 + a;
-    const std::int64_t in = x.shape()[axis], s = w.stride[std::size_t(a)], p = w.padding[std::size_t(a)];
-    const std::int64_t k = (w.kernel[std::size_t(a)] - 1) * w.dilation[std::size_t(a)] + 1;  // the span
-    std::int64_t out = (in + 2 * p - k + s - 1) / s + 1;
-    if ((out - 1) * s >= in + p) --out;
-    const std::int64_t extra = (out - 1) * s + k - (in + 2 * p);
-    if (extra > 0) x = pad_constant(c, x, axis, 0, extra, fill);
+    const auto i = std::size_t(a);
+    const std::int64_t p = w.padding[i];
+    const std::int64_t extra = ceil_extra(x.shape()[2 + a], p, p, w.kernel[i], w.stride[i], w.dilation[i]);
+    if (extra > 0) x = pad_constant(c, x, 2 + a, 0, extra, fill);
   }
   return x;
+}
+
+// x [N, C, D, ...] with depth's padding of `fill` (and ceil_mode's extra).
+NDArray pad_depth(const RunContext& c, const NDArray& x, const Window& w, double fill) {
+  std::int64_t end = w.depth.end;
+  if (c.node.i("ceil_mode", 0) != 0)
+    end += ceil_extra(x.shape()[2], w.depth.begin, w.depth.end, w.depth.kernel, w.depth.stride, w.depth.dilation);
+  return pad_constant(c, x, 2, w.depth.begin, end, fill);
 }
 
 // MaxPool's second output: where each maximum came from, as the flat index
@@ -164,27 +194,36 @@ NDArray max_positions(const RunContext& c, const NDArray& x, const Window& w, co
   return make_ints(c, at, out);
 }
 
-void run_max_pool(RunContext& c) {
-  Window w = run_window(c, c.node.ints("kernel_shape"));
-  const DataType dtype = c.in(0).dtype();
-  NDArray x = as_2d(is_floating(dtype) ? c.in(0) : c.in(0).to_type(DataType::float64), w);
+// The max over the windows of the last two axes of x [N, C, H, W].
+NDArray max_pool_planes(const RunContext& c, NDArray x, Window w) {
   if (w.explicit_padding(true)) {  // -inf never wins a window
     x = pad_image(c, x, w, -std::numeric_limits<double>::infinity());
     w.padding = {0, 0};
   }
   if (c.node.i("ceil_mode", 0) != 0) x = ceil_padded(c, x, w);
-  const NDArray pooled = max_pool2d(x, w.kernel, w.stride, w.padding, w.dilation);
-  const NDArray y = from_2d(pooled, w);
+  return max_pool2d(x, w.kernel, w.stride, w.padding, w.dilation);
+}
+
+void run_max_pool(RunContext& c) {
+  const Window w = run_window(c, c.node.ints("kernel_shape"));
+  const DataType dtype = c.in(0).dtype();
+  const NDArray x = is_floating(dtype) ? c.in(0) : c.in(0).to_type(DataType::float64);
+  NDArray y;
+  if (w.spatial == 3) {  // Note [Volumes as slices of depth]
+    y = from_planes(max_pool_planes(c, as_planes(x), w), x.shape());
+    y = max_over_depth(pad_depth(c, y, w, -std::numeric_limits<double>::infinity()), taps(w));
+  } else {
+    y = from_2d(max_pool_planes(c, as_2d(x, w), w), w);
+  }
   c.outputs.push_back(is_floating(dtype) ? y : y.to_type(dtype));
-  if (c.node.output_wanted(1)) {
-    const Window original = run_window(c, c.node.ints("kernel_shape"));  // its pads, before any padding above
-    c.outputs.push_back(from_2d(max_positions(c, as_2d(c.in(0), original), original, pooled.shape()), original));
+  if (c.node.output_wanted(1)) {  // the check refuses it over three axes
+    const Shape out = as_2d(y, w).shape();
+    c.outputs.push_back(from_2d(max_positions(c, as_2d(c.in(0), w), w, out), w));
   }
 }
 
-void run_average_pool(RunContext& c) {
-  Window w = run_window(c, c.node.ints("kernel_shape"));
-  NDArray x = as_2d(c.in(0), w);
+// The average over the windows of the last two axes of x [N, C, H, W].
+NDArray average_pool_planes(const RunContext& c, NDArray x, Window w) {
   // The real elements of the input, for count_include_pad 0's divisor.
   NDArray ones = c.manager.ones(Shape{1, 1, x.shape()[2], x.shape()[3]}, x.dtype());
   if (w.explicit_padding(true)) {  // zeros, and the divisor counts them only with count_include_pad
@@ -193,9 +232,7 @@ void run_average_pool(RunContext& c) {
     w.padding = {0, 0};
   }
   const bool ceil = c.node.i("ceil_mode", 0) != 0;
-  if (ceil) {  // checked again here: SAME padding is known only now
-    if (std::string why = average_ceil_problem(w); !why.empty())
-      throw InvalidArgument(fmt::format("onnx: {}: {}", c.node.label(), why));
+  if (ceil) {
     x = ceil_padded(c, x, w, 0.0);
     ones = ceil_padded(c, ones, w, 0.0);
   }
@@ -206,7 +243,32 @@ void run_average_pool(RunContext& c) {
     // makes the divisor the count of real elements.
     y = y.div(avg_pool2d(ones, w.kernel, w.stride, w.padding));
   }
-  c.outputs.push_back(from_2d(y, w));
+  return y;
+}
+
+// The average over depth's windows of the planes' averages y [N, C, D, H', W']:
+// the box's average, as a box's count is depth's count times the plane's.
+NDArray average_over_depth(const RunContext& c, const NDArray& y, const Window& w) {
+  const NDArray sums = sum_over_depth(pad_depth(c, y, w, 0.0), taps(w));
+  const bool padded = w.depth.begin + w.depth.end > 0;
+  if (c.node.i("ceil_mode", 0) == 0 && !(padded && c.node.i("count_include_pad", 0) == 0))
+    return sums.div(double(w.depth.kernel));
+  const NDArray ones = c.manager.ones(Shape{1, 1, y.shape()[2], 1, 1}, y.dtype());
+  return sums.div(sum_over_depth(pad_depth(c, ones, w, 0.0), taps(w)));
+}
+
+void run_average_pool(RunContext& c) {
+  const Window w = run_window(c, c.node.ints("kernel_shape"));
+  if (c.node.i("ceil_mode", 0) != 0)  // checked again here: SAME padding is known only now
+    if (std::string why = average_ceil_problem(w); !why.empty())
+      throw InvalidArgument(fmt::format("onnx: {}: {}", c.node.label(), why));
+  const NDArray& x = c.in(0);
+  if (w.spatial == 3) {  // Note [Volumes as slices of depth]
+    const NDArray planes = from_planes(average_pool_planes(c, as_planes(x), w), x.shape());
+    c.outputs.push_back(average_over_depth(c, planes, w));
+    return;
+  }
+  c.outputs.push_back(from_2d(average_pool_planes(c, as_2d(x, w), w), w));
 }
 
 std::vector<int> spatial_axes(const NDArray& x) {

@@ -26,13 +26,17 @@ std::string same_pads(const std::vector<std::int64_t>& kernel, const std::vector
   return "";
 }
 
+// Where spatial axis `a` of a `spatial`-axis window goes in the 2-D pairs: a
+// 1-D window is the width of a 2-D one; a 3-D one keeps its last two there.
+std::size_t pair_axis(int spatial, std::size_t a) { return spatial == 1 ? 1 : spatial == 3 ? a - 1 : a; }
+
 }  // namespace
 
 Window window_of(const Node& node, const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& input) {
   Window w;
   w.spatial = int(kernel.size());
-  if (w.spatial != 1 && w.spatial != 2) {
-    w.problem = fmt::format("{} spatial axes; ndgc runs 1 and 2", kernel.size());
+  if (w.spatial < 1 || w.spatial > 3) {
+    w.problem = fmt::format("{} spatial axes; ndgc runs 1, 2 and 3", kernel.size());
     return w;
   }
   const auto n = std::size_t(w.spatial);
@@ -44,9 +48,18 @@ Window window_of(const Node& node, const std::vector<std::int64_t>& kernel, cons
     return w;
   }
   for (std::size_t a = 0; a < n; ++a) {
-    const std::size_t to = w.spatial == 1 ? 1 : a;  // a 1-D window is the width of a 2-D one
+    if (w.spatial == 3 && a == 0) {
+      w.depth.kernel = kernel[a], w.depth.stride = strides[a], w.depth.dilation = dilations[a];
+      continue;
+    }
+    const std::size_t to = pair_axis(w.spatial, a);
     w.kernel[to] = kernel[a], w.stride[to] = strides[a], w.dilation[to] = dilations[a];
   }
+  for (std::size_t a = 0; a < n; ++a)
+    if (kernel[a] < 1 || strides[a] < 1 || dilations[a] < 1) {
+      w.problem = fmt::format("kernel {}, stride {} and dilation {} must be positive", kernel[a], strides[a], dilations[a]);
+      return w;
+    }
   const std::string auto_pad = node.s("auto_pad", "NOTSET");
   std::vector<std::int64_t> begin(pads.begin(), pads.begin() + long(n)), end(pads.begin() + long(n), pads.end());
   if (auto_pad == "VALID") {
@@ -59,11 +72,15 @@ Window window_of(const Node& node, const std::vector<std::int64_t>& kernel, cons
     return w;
   }
   for (std::size_t a = 0; a < n; ++a) {
-    const std::size_t to = w.spatial == 1 ? 1 : a;
     if (begin[a] < 0 || end[a] < 0) {
       w.problem = fmt::format("pads ({} and {}) are negative", begin[a], end[a]);
       return w;
     }
+    if (w.spatial == 3 && a == 0) {
+      w.depth.begin = begin[a], w.depth.end = end[a];
+      continue;
+    }
+    const std::size_t to = pair_axis(w.spatial, a);
     w.begin[to] = begin[a], w.end[to] = end[a];
     w.padding[to] = begin[a] == end[a] ? begin[a] : 0;
   }

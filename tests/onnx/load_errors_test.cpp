@@ -84,12 +84,21 @@ TEST_CASE("onnx::load: attributes and dtypes ndgc cannot run are refused at load
   unsigned16.node("Relu", {"x"}, {"y"}, "r");
   check_refused<InvalidArgument>(unsigned16.write(dir / "uint16.onnx"), "UINT16");
 
+  GraphBuilder hyper;
+  hyper.input("x", {1, 1, 4, 4, 4, 4}).output("y", {1, 1, 2, 2, 2, 2});
+  auto& h = hyper.node("MaxPool", {"x"}, {"y"}, "tesseract");
+  GraphBuilder::attr(h, "kernel_shape", std::vector<std::int64_t>{2, 2, 2, 2});
+  GraphBuilder::attr(h, "strides", std::vector<std::int64_t>{2, 2, 2, 2});
+  check_refused<InvalidArgument>(hyper.write(dir / "hyper.onnx"),
+                                 "MaxPool 'tesseract': 4 spatial axes; ndgc runs 1, 2 and 3");
+
   GraphBuilder volume;
-  volume.input("x", {1, 1, 4, 4, 4}).output("y", {1, 1, 2, 2, 2});
-  auto& d = volume.node("MaxPool", {"x"}, {"y"}, "cube");
+  volume.input("x", {1, 1, 4, 4, 4}).output("y", {1, 1, 2, 2, 2}).output("at", {1, 1, 2, 2, 2}, ::onnx::TensorProto::INT64);
+  auto& d = volume.node("MaxPool", {"x"}, {"y", "at"}, "cube");
   GraphBuilder::attr(d, "kernel_shape", std::vector<std::int64_t>{2, 2, 2});
   GraphBuilder::attr(d, "strides", std::vector<std::int64_t>{2, 2, 2});
-  check_refused<InvalidArgument>(volume.write(dir / "volume.onnx"), "MaxPool 'cube': 3 spatial axes; ndgc runs 1 and 2");
+  check_refused<InvalidArgument>(volume.write(dir / "volume.onnx"),
+                                 "MaxPool 'cube': MaxPool's indices over 3 spatial axes are not supported");
 }
 
 TEST_CASE("onnx::load: hostile but valid models are errors, never crashes") {
