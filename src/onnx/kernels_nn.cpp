@@ -279,14 +279,38 @@ std::vector<int> spatial_axes(const NDArray& x) {
 
 // ---- normalisation, dropout, softmax -------------------------------------------------
 
+// training_mode 1 (opset 14 on): normalise by the batch's statistics whatever
+// forward's `training` says, and give the running statistics updated as
+// ONNX's reference does (running · momentum + batch · (1 - momentum), the
+// batch's biased variance) as outputs 1 and 2; the inputs stay as they are.
+void run_batch_norm_training_mode(RunContext& c, double eps, double momentum) {
+  const NDArray& x = c.in(0);
+  std::vector<int> axes{0};
+  for (int k = 2; k < x.rank(); ++k) axes.push_back(k);
+  // batch_norm updates the running statistics it is given: here, copies.
+  c.outputs.push_back(batch_norm(x, c.in(1), c.in(2), c.in(3).dup(), c.in(4).dup(), true,
+                                 1.0 - momentum, eps));
+  if (!c.node.output_wanted(1) && !c.node.output_wanted(2)) return;
+  const NDArray mean = x.mean(axes);
+  const NDArray centred = x.sub(x.mean(axes, true));
+  const NDArray variance = centred.mul(centred).mean(axes);
+  c.outputs.push_back(c.in(3).mul(momentum).add(mean.mul(1.0 - momentum)));
+  c.outputs.push_back(c.in(4).mul(momentum).add(variance.mul(1.0 - momentum)));
+}
+
 void run_batch_norm(RunContext& c) {
   const double eps = c.node.f("epsilon", 1e-5f), momentum = c.node.f("momentum", 0.9f);
+  if (c.node.i("training_mode", 0) != 0) return run_batch_norm_training_mode(c, eps, momentum);
   c.outputs.push_back(batch_norm(c.in(0), c.in(1), c.in(2), c.in(3), c.in(4), c.training, 1.0 - momentum, eps));
 }
 
 std::string batch_norm_check(const CheckContext& c) {
   if (c.opset < 9 && c.node.i("spatial", 1) == 0) return "spatial 0 is not supported";
-  if (c.node.i("training_mode", 0) != 0) return "training_mode 1 is not supported; forward's `training` sets the mode";
+  const bool statistics_wanted = c.node.output_wanted(1) || c.node.output_wanted(2);
+  if (statistics_wanted && c.opset < 14)
+    return "the outputs after Y before opset 14 (mean, var, saved_mean, saved_var) are not supported";
+  if (statistics_wanted && c.node.i("training_mode", 0) == 0)
+    return "outputs running_mean and running_var need training_mode 1";
   return floats_only(c);
 }
 
@@ -362,7 +386,7 @@ void add_nn_kernels(KernelTable& t) {
                               floats_only, 1, false, 1});
   t.add("GlobalMaxPool", {[](RunContext& c) { c.outputs.push_back(c.in(0).max(spatial_axes(c.in(0)), true)); },
                           floats_only, 1, false, 1});
-  t.add("BatchNormalization", {run_batch_norm, batch_norm_check, 1, true});
+  t.add("BatchNormalization", {run_batch_norm, batch_norm_check, 3, true});
   t.add("LayerNormalization", {run_layer_norm, layer_norm_check, 3});
   t.add("Dropout", {run_dropout, dropout_check, 2, true});
   t.add("Softmax", {run_softmax<&NDArray::softmax>, floats_only});

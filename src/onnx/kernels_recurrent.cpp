@@ -6,7 +6,14 @@
 // Layout 0: X [T, B, I] → Y [T, D, B, H]; layout 1: X [B, T, I] → Y [B, T, D, H].
 // W [D, G·H, I], R [D, G·H, H], B [D, 2·G·H] (input then recurrence biases),
 // initial_h [D, B, H] (layout 1: [B, D, H]), LSTM's initial_c likewise.
-// Gates: RNN one, GRU z, r, h, LSTM i, o, f, c.
+// Gates: RNN one, GRU z, r, h, LSTM i, o, f, c. LSTM's peepholes P [D, 3·H]
+// (i, o, f) add P_i ⊙ c_{t-1} to i's and P_f ⊙ c_{t-1} to f's pre-activations,
+// and P_o ⊙ c_t to o's.
+//
+// sequence_lens [B]: entry b runs its first len_b steps. A step past them
+// leaves b's state as it was and writes zeros to Y, so Y_h is b's state after
+// its last step; a reverse direction, which walks from T - 1 down, starts b
+// from the initial state at step len_b - 1, as ONNX (and cuDNN) define it.
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -31,6 +38,7 @@ NDArray pick(const NDArray& a, std::int64_t d) { return a.get(NDIndex().add_inde
 
 struct Direction {
   NDArray w, r, wb, rb;  // [G·H, I], [G·H, H], [G·H] each (biases may be empty)
+  NDArray p_i, p_o, p_f;  // LSTM's peepholes, [H] each (empty without P)
   NDArray h, c;          // [B, H]
 };
 
@@ -46,10 +54,12 @@ void step(Cell cell, Direction& d, const NDArray& x_proj, std::int64_t hidden, b
   if (cell == Cell::lstm) {
     NDArray g = x_proj.add(d.h.matmul(rt));
     if (d.rb.defined()) g = g.add(d.rb);
-    const NDArray i = block(g, 0, hidden).sigmoid(), o = block(g, 1, hidden).sigmoid();
-    const NDArray f = block(g, 2, hidden).sigmoid(), candidate = block(g, 3, hidden).tanh();
+    NDArray i_pre = block(g, 0, hidden), o_pre = block(g, 1, hidden), f_pre = block(g, 2, hidden);
+    if (d.p_i.defined()) i_pre = i_pre.add(d.p_i.mul(d.c)), f_pre = f_pre.add(d.p_f.mul(d.c));
+    const NDArray i = i_pre.sigmoid(), f = f_pre.sigmoid(), candidate = block(g, 3, hidden).tanh();
     d.c = f.mul(d.c).add(i.mul(candidate));
-    d.h = o.mul(d.c.tanh());
+    if (d.p_o.defined()) o_pre = o_pre.add(d.p_o.mul(d.c));
+    d.h = o_pre.sigmoid().mul(d.c.tanh());
     return;
   }
   // GRU: z and r from both products; the candidate per linear_before_reset.
@@ -71,6 +81,29 @@ void step(Cell cell, Direction& d, const NDArray& x_proj, std::int64_t hidden, b
   d.h = keep.mul(candidate).add(z.mul(d.h));
 }
 
+// sequence_lens as a mask [T, B, 1] of which entries step at t; empty when
+// every entry runs all T steps.
+NDArray step_mask(const RunContext& c, std::int64_t steps, std::int64_t batch) {
+  if (!c.has(4)) return {};
+  const std::vector<std::int64_t> lengths = read_ints(c.in(4));
+  if (std::int64_t(lengths.size()) != batch)
+    throw ShapeMismatch(fmt::format("onnx: {}: sequence_lens has {} entries for a batch of {}", c.node.label(),
+                                    lengths.size(), batch));
+  bool all_full = true;
+  for (std::int64_t n : lengths) {
+    if (n < 0 || n > steps)
+      throw InvalidArgument(fmt::format("onnx: {}: a sequence length of {} is outside [0, {}]", c.node.label(), n,
+                                        steps));
+    all_full = all_full && n == steps;
+  }
+  if (all_full) return {};
+  std::vector<std::int64_t> mask;
+  mask.reserve(std::size_t(steps * batch));
+  for (std::int64_t t = 0; t < steps; ++t)
+    for (std::int64_t n : lengths) mask.push_back(t < n ? 1 : 0);
+  return make_ints(c, mask, Shape{steps, batch, 1}).gt(0.0);
+}
+
 template <Cell C>
 void run_recurrent(RunContext& c) {
   const bool batch_first = c.node.i("layout", 0) != 0;
@@ -84,6 +117,7 @@ void run_recurrent(RunContext& c) {
     throw ShapeMismatch(fmt::format("onnx: {}: W {} and R {} do not hold {} gates of hidden_size {}", c.node.label(),
                                     w.shape().to_string(), r.shape().to_string(), gates(C), hidden));
   const bool linear_before_reset = c.node.i("linear_before_reset", 0) != 0;
+  const NDArray mask = step_mask(c, steps, batch);
   NDList ys, hs, cs;
   for (std::int64_t k = 0; k < dirs; ++k) {
     Direction d;
@@ -98,14 +132,26 @@ void run_recurrent(RunContext& c) {
     };
     d.h = state(5);
     if (C == Cell::lstm) d.c = state(6);
+    if (C == Cell::lstm && c.has(7)) {
+      const NDArray p = pick(c.in(7), k).reshape(Shape{1, 3 * hidden});
+      d.p_i = block(p, 0, hidden), d.p_o = block(p, 1, hidden), d.p_f = block(p, 2, hidden);
+    }
     NDArray proj = x.matmul(d.w.transpose());  // [T, B, G·H]
     if (d.wb.defined()) proj = proj.add(d.wb);
     const bool reverse = direction == "reverse" || (direction == "bidirectional" && k == 1);
     std::vector<NDArray> out(static_cast<std::size_t>(steps));
     for (std::int64_t s = 0; s < steps; ++s) {
       const std::int64_t t = reverse ? steps - 1 - s : s;
+      const Direction before = d;
       step(C, d, pick(proj, t), hidden, linear_before_reset);
-      out[std::size_t(t)] = d.h;
+      if (!mask.defined()) {
+        out[std::size_t(t)] = d.h;
+        continue;
+      }
+      const NDArray stepping = pick(mask, t);  // [B, 1]
+      out[std::size_t(t)] = where(stepping, d.h, c.manager.zeros(Shape{1, 1}, x.dtype()));
+      d.h = where(stepping, d.h, before.h);
+      if (C == Cell::lstm) d.c = where(stepping, d.c, before.c);
     }
     ys.push_back(stack(NDList(out), 0));  // [T, B, H]
     hs.push_back(d.h);
@@ -125,8 +171,6 @@ void run_recurrent(RunContext& c) {
 
 std::string recurrent_check(const CheckContext& c) {
   if (std::string why = floats_only(c); !why.empty()) return why;
-  if (c.node.input_given(4)) return "sequence_lens is not supported (every sequence runs the full length)";
-  if (c.node.input_given(7)) return "peepholes (input P) are not supported";
   if (c.node.has("activations")) return "activations other than the defaults are not supported";
   if (c.node.has("clip")) return "clip is not supported";
   if (c.node.i("input_forget", 0) != 0) return "input_forget is not supported";

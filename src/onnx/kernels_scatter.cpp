@@ -1,4 +1,5 @@
-// The scatters: ScatterElements, Scatter (its opset 9-10 name) and ScatterND.
+// The scatters: ScatterElements, Scatter (its opset 9-10 name), ScatterND,
+// and MaxUnpool (which runs as a gather: see run_max_unpool).
 // Where each update goes is found on the host. Floating data is then
 // composed of ndgc ops, so data and updates keep their gradients:
 //   - the updates are spread by a one-hot product: for ScatterElements one-hot
@@ -192,9 +193,56 @@ std::string reduction_check(const CheckContext& c) {
   return numeric_data(c);
 }
 
+// MaxUnpool: zeros of the output shape with x's elements at the flat
+// positions I gives (MaxPool's indices), the last of x's elements in row
+// major order where two name one position, as ONNX's reference. Run as the
+// gather that is the scatter's inverse: each output position takes its
+// element of x, or the zero appended after x's elements, so x keeps its
+// gradient and the memory is the output's.
+Shape unpooled_shape(const RunContext& c, const Shape& xs) {
+  if (c.has(2)) {
+    const std::vector<std::int64_t> dims = read_ints(c.in(2));
+    if (int(dims.size()) != xs.rank())
+      throw ShapeMismatch(fmt::format("onnx: {}: output_shape has {} dims for an input of rank {}", c.node.label(),
+                                      dims.size(), xs.rank()));
+    return to_shape(dims);
+  }
+  const auto n = std::size_t(xs.rank() - 2);
+  const std::vector<std::int64_t> kernel = c.node.ints("kernel_shape");
+  const std::vector<std::int64_t> strides = c.node.ints("strides", std::vector<std::int64_t>(n, 1));
+  const std::vector<std::int64_t> pads = c.node.ints("pads", std::vector<std::int64_t>(2 * n, 0));
+  if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n)
+    throw InvalidArgument(fmt::format("onnx: {}: kernel_shape, strides or pads do not match {} spatial axes",
+                                      c.node.label(), n));
+  Shape out = xs;
+  for (std::size_t a = 0; a < n; ++a)
+    out[int(a) + 2] = (xs[int(a) + 2] - 1) * strides[a] + kernel[a] - pads[a] - pads[a + n];
+  return out;
+}
+
+void run_max_unpool(RunContext& c) {
+  const NDArray& x = c.in(0);
+  if (c.in(1).shape() != x.shape())
+    throw ShapeMismatch(fmt::format("onnx: {}: indices {} and input {} differ", c.node.label(),
+                                    c.in(1).shape().to_string(), x.shape().to_string()));
+  const Shape out = unpooled_shape(c, x.shape());
+  const std::int64_t size = x.size(), total = out.size();
+  std::vector<std::int64_t> source(std::size_t(total), size);  // `size`: the appended zero
+  const std::vector<std::int64_t> at = read_ints(c.in(1));
+  for (std::size_t e = 0; e < at.size(); ++e) {
+    if (at[e] < 0 || at[e] >= total)
+      throw InvalidArgument(fmt::format("onnx: {}: index {} is outside the output {} ({} elements)", c.node.label(),
+                                        at[e], out.to_string(), total));
+    source[std::size_t(at[e])] = std::int64_t(e);
+  }
+  const NDArray elements = concat(NDList{x.reshape(Shape{size}), c.manager.zeros(Shape{1}, x.dtype())}, 0);
+  c.outputs.push_back(gather_along(c, elements, source, Shape{total}, 0).reshape(out));
+}
+
 }  // namespace
 
 void add_scatter_kernels(KernelTable& t) {
+  t.add("MaxUnpool", {run_max_unpool, numeric_data, 1, false, 9});
   t.add("ScatterElements", {run_scatter_elements, reduction_check, 1, false, 11});
   t.add("Scatter", {run_scatter_elements, numeric_data, 1, false, 9});
   t.add("ScatterND", {run_scatter_nd, reduction_check, 1, false, 11});

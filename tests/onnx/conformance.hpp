@@ -9,7 +9,9 @@
 namespace ndgc::test::onnx_conformance {
 
 // bad_data: the case's own data contradicts its graph (an input of another
-// shape than the graph declares); neither ndgc's pass nor its failure.
+// shape than the graph declares), or ONNX has since corrected its expected
+// values (listed, with the evidence, in conformance.cpp); neither ndgc's pass
+// nor its failure.
 enum class Outcome { passed, refused, failed, bad_data };
 
 struct CaseResult {

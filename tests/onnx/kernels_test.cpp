@@ -466,4 +466,29 @@ TEST_CASE("onnx: LRN of size 0, and Upsample's linear mode, are refused naming t
   }
 }
 
+TEST_CASE("onnx MaxUnpool: x's elements at their flat positions, the last of two for one position, with gradients") {
+  test::TempFolder dir("unpool");
+  GraphBuilder g(11);
+  g.input("x", {2, 1, 1, 2}).input("i", {2, 1, 1, 2}, ::onnx::TensorProto::INT64).output("y", {2, 1, 2, 3});
+  g.ints("shape", {4}, {2, 1, 2, 3});
+  auto& n = g.node("MaxUnpool", {"x", "i", "shape"}, {"y"}, "unpool");
+  GraphBuilder::attr(n, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  GraphBuilder::attr(n, "strides", std::vector<std::int64_t>{2, 2});
+  onnx::Imported net = onnx::load(g.write(dir / "unpool.onnx"), "unpool");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.create<float>({1, 2, 3, 4}, Shape{2, 1, 1, 2});
+  x.set_requires_gradient(true);
+  // Image 0's positions 4 and 1; image 1's 7 twice: its second element (4) wins.
+  const NDArray at = batch.create<std::int64_t>({4, 1, 7, 7}, Shape{2, 1, 1, 2});
+  const NDArray weights = batch.create<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, Shape{2, 1, 2, 3});
+  const NDArray y = forward_with_gradient(net, NDList{x, at}, weights);
+  CHECK(y.to_vector<float>() == std::vector<float>{0, 2, 0, 0, 1, 0, 0, 4, 0, 0, 0, 0});
+  CHECK(x.gradient().to_vector<float>() == std::vector<float>{5, 2, 0, 8});
+
+  const NDArray outside = batch.create<std::int64_t>({4, 1, 7, 12}, Shape{2, 1, 1, 2});
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{x, outside}, false),
+                       doctest::Contains("MaxUnpool 'unpool': index 12 is outside the output (2, 1, 2, 3)"),
+                       InvalidArgument);
+}
+
 }  // namespace ndgc

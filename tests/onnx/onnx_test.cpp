@@ -279,4 +279,49 @@ TEST_CASE("onnx: Dropout and BatchNormalization follow forward's training flag, 
   CHECK(std::count(v.begin(), v.end(), 0.0f) > 0);
 }
 
+TEST_CASE("onnx: BatchNormalization's training_mode 1 normalises by the batch and returns the updated statistics") {
+  test::TempFolder dir("training_mode");
+  GraphBuilder g(15);
+  g.input("x", {3, 2}).output("y", {3, 2}).output("new_mean", {2}).output("new_var", {2});
+  g.floats("scale", {2}, {2, 1}).floats("bias", {2}, {0, 1}).floats("mean", {2}, {1, -1}).floats("var", {2}, {4, 2});
+  auto& n = g.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y", "new_mean", "new_var"}, "bn");
+  GraphBuilder::attr(n, "training_mode", std::int64_t{1});
+  GraphBuilder::attr_f(n, "momentum", 0.75f);
+  onnx::Imported net = onnx::load(g.write(dir / "bn.onnx"), "bn");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.create<float>({1, 10, 2, 20, 6, 30}, Shape{3, 2});
+  // Column 0: mean 3, biased variance 14/3; column 1: mean 20, variance 200/3.
+  const NDList out = net.model.block().forward(NDList{x}, false);  // the attribute rules, not forward's flag
+  REQUIRE(out.size() == 3);
+  const auto y = out[0].to_vector<float>();
+  CHECK(y[0] == doctest::Approx(2 * (1 - 3) / std::sqrt(14.0 / 3 + 1e-5)));
+  CHECK(y[5] == doctest::Approx((30 - 20) / std::sqrt(200.0 / 3 + 1e-5) + 1));
+  const auto m = out[1].to_vector<float>(), v = out[2].to_vector<float>();
+  CHECK(m[0] == doctest::Approx(0.75 * 1 + 0.25 * 3));
+  CHECK(m[1] == doctest::Approx(0.75 * -1 + 0.25 * 20));
+  CHECK(v[0] == doctest::Approx(0.75 * 4 + 0.25 * 14.0 / 3));
+  CHECK(v[1] == doctest::Approx(0.75 * 2 + 0.25 * 200.0 / 3));
+  for (auto& [name, p] : net.model.parameters())  // outputs, not updates: the graph's statistics stay
+    if (name == "mean") CHECK(p->array().to_vector<float>() == std::vector<float>{1, -1});
+}
+
+TEST_CASE("onnx: BatchNormalization's statistics outputs without training_mode, or before opset 14, are refused") {
+  test::TempFolder dir("bn_outputs");
+  for (const std::int64_t opset : {9, 15}) {
+    CAPTURE(opset);
+    // The checker wants all five of opset 9's outputs or all three of opset 15's; "" leaves one out.
+    std::vector<std::string> outputs{"y", "a", "b"};
+    if (opset == 9) outputs = {"y", "a", "", "", ""};
+    GraphBuilder g(opset);
+    g.input("x", {3, 2});
+    for (const auto& o : outputs)
+      if (!o.empty()) g.output(o, o == "y" ? std::vector<std::int64_t>{3, 2} : std::vector<std::int64_t>{2});
+    g.floats("scale", {2}, {1, 1}).floats("bias", {2}, {0, 0}).floats("mean", {2}, {0, 0}).floats("var", {2}, {1, 1});
+    g.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, outputs, "stats");
+    const char* why = opset == 9 ? "BatchNormalization 'stats': the outputs after Y before opset 14"
+                                 : "BatchNormalization 'stats': outputs running_mean and running_var need training_mode 1";
+    CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "bn.onnx"), "bn"), doctest::Contains(why), InvalidArgument);
+  }
+}
+
 }  // namespace ndgc
