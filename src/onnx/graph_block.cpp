@@ -2,6 +2,7 @@
 #include "onnx/graph_block.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -143,7 +144,98 @@ void describe_input(CheckContext& check, const std::string& name,
   check.constant_inputs.push_back(c == constants.end() ? nullptr : c->second);
 }
 
+// Note [Subgraphs read the outer scope]
+// If's branches and Loop's and Scan's bodies are graphs that may read any
+// value of the graphs around them. Each is planned as a GraphBlock of its
+// own: its graph inputs are its formal ones (none for If; the iteration,
+// the condition and the carried values for Loop; the states and the scanned
+// slices for Scan) followed by the outer values it reads, typed as shape
+// inference typed them outside. Those outer values become extra inputs of
+// the node's step, so the enclosing pass keeps them alive until the node
+// has run, and a node inside reading a value two scopes out finds it as an
+// input of its own enclosing block. A subgraph's nodes are checked when its
+// block is planned, so a node there that ndgc cannot run refuses the graph
+// at load like any other.
+
+// The names a graph reads that it does not define, its subgraphs' included,
+// in the order of first reading.
+std::vector<std::string> free_names(const ::onnx::GraphProto& g) {
+  std::unordered_set<std::string> local;
+  for (const auto& v : g.input()) local.insert(v.name());
+  for (const auto& t : g.initializer()) local.insert(t.name());
+  for (const auto& n : g.node()) local.insert(n.output().begin(), n.output().end());
+  std::vector<std::string> out;
+  std::unordered_set<std::string> seen;
+  auto read = [&](const std::string& name) {
+    if (!name.empty() && !local.count(name) && seen.insert(name).second) out.push_back(name);
+  };
+  for (const auto& n : g.node()) {
+    for (const auto& name : n.input()) read(name);
+    for (const auto& a : n.attribute())
+      if (a.type() == ::onnx::AttributeProto::GRAPH)
+        for (const auto& name : free_names(a.g())) read(name);
+  }
+  return out;
+}
+
+// A graph input `name` typed as `t`.
+void add_typed_input(::onnx::GraphProto& g, const std::string& name, const TypeInfo& t) {
+  auto* v = g.add_input();
+  v->set_name(name);
+  auto* tensor = v->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(t.elem);
+  if (!t.dims) return;
+  auto* shape = tensor->mutable_shape();
+  for (std::int64_t d : *t.dims) {
+    auto* dim = shape->add_dim();
+    if (d >= 0) dim->set_dim_value(d);
+  }
+}
+
 }  // namespace
+
+std::vector<const char*> subgraph_attributes(const std::string& op_type) {
+  if (op_type == "If") return {"then_branch", "else_branch"};
+  if (op_type == "Loop" || op_type == "Scan") return {"body"};
+  return {};
+}
+
+std::string GraphBlock::plan_subgraphs(Step& step, const std::unordered_map<std::string, TypeInfo>& types,
+                                       const std::vector<bool>& defined) {
+  for (const char* attribute : subgraph_attributes(step.node.op_type())) {
+    const ::onnx::AttributeProto* a = step.node.find(attribute);
+    if (!a || a->type() != ::onnx::AttributeProto::GRAPH)
+      return fmt::format("its attribute {} is missing or not a graph", attribute);
+    if (a->g().initializer_size() > 0)
+      return fmt::format("subgraph {} has initializers, which ndgc does not run inside a subgraph", attribute);
+    ::onnx::ModelProto sub;
+    sub.set_ir_version(model_.ir_version());
+    *sub.mutable_opset_import() = model_.opset_import();
+    *sub.mutable_graph() = a->g();
+    Subgraph entry;
+    for (const std::string& name : free_names(a->g())) {
+      const int s = slot(name);
+      if (s < 0 || !defined[std::size_t(s)])
+        throw DataError(fmt::format("onnx::load: {}: subgraph {} of {} reads '{}', which no earlier value around it "
+                                    "holds",
+                                    label_, attribute, step.node.label(), name));
+      auto t = types.find(name);
+      if (t == types.end() || !dtype_of_elem(t->second.elem))
+        return fmt::format("subgraph {} reads '{}', whose dtype shape inference did not find", attribute, name);
+      add_typed_input(*sub.mutable_graph(), name, t->second);
+      entry.captured.push_back(step.inputs.size());
+      step.inputs.push_back(s);
+    }
+    try {
+      step.owned.push_back(std::make_unique<GraphBlock>(std::move(sub), fmt::format("{}/{}", label_, attribute)));
+    } catch (const InvalidArgument& e) {
+      return fmt::format("subgraph {}: {}", attribute, e.what());
+    }
+    entry.block = step.owned.back().get();
+    step.subgraphs.push_back(std::move(entry));
+  }
+  return "";
+}
 
 void GraphBlock::plan_static_shapes(const std::unordered_map<std::string, TypeInfo>& types) {
   static_shapes_.assign(slot_names_.size(), std::nullopt);
@@ -167,7 +259,7 @@ void GraphBlock::plan_steps() {
   for (int index = 0; index < g.node_size(); ++index) {
     Node node(g.node(index));
     node.set_index(index);
-    Step step{find_kernel(node.op_type()), node, {}, {}, {}};
+    Step step{find_kernel(node.op_type()), node, {}, {}, {}, {}, {}};
     CheckContext check{node, opset_, {}, {}, {}};
     for (const auto& name : node.proto().input()) {
       const int s = name.empty() ? -1 : slot(name);
@@ -185,6 +277,7 @@ void GraphBlock::plan_steps() {
     if (const auto* t = node.op_type() == "Constant" ? node.t("value") : nullptr) constants[node.proto().output(0)] = t;
     std::string why = general_problem(node, step.kernel, opset_, types);
     if (why.empty() && step.kernel->check) why = step.kernel->check(check);
+    if (why.empty()) why = plan_subgraphs(step, types, defined);
     if (!why.empty()) refused.push_back(fmt::format("  {}: {}", node.label(), why));
     steps_.push_back(std::move(step));
   }
@@ -240,6 +333,8 @@ void GraphBlock::materialize(const ManagerRef& manager, bool trainable) {
     constants_[std::size_t(s)] = array;
     foldable_[std::size_t(s)] = !trains && !running[std::size_t(k)];
   }
+  for (Step& step : steps_)
+    for (auto& sub : step.owned) sub->materialize(manager, false);
   fold_constants();
   plan_releases();
   for (auto& t : *g.mutable_initializer()) clear_data(t);
@@ -262,7 +357,8 @@ void GraphBlock::fold_constants() {
     auto known = [&](int s) {
       return s < 0 || foldable_[std::size_t(s)] || (shape_only && static_shapes_[std::size_t(s)].has_value());
     };
-    if (step.kernel->uses_mode || !std::all_of(step.inputs.begin(), step.inputs.end(), known)) {
+    if (step.kernel->uses_mode || !step.subgraphs.empty() ||
+        !std::all_of(step.inputs.begin(), step.inputs.end(), known)) {
       kept.push_back(std::move(step));
       continue;
     }
@@ -397,7 +493,7 @@ NDList GraphBlock::forward(const NDList& inputs, bool training) {
       else if (constants_[std::size_t(s)].defined()) args.push_back(values[std::size_t(s)].get(manager, NDIndex()));
       else args.push_back(values[std::size_t(s)]);
     }
-    RunContext run{step.node, opset_, args, manager, training, {}};
+    RunContext run{step.node, opset_, args, manager, training, {}, step.subgraphs};
     step.kernel->run(run);
     for (std::size_t k = 0; k < step.outputs.size(); ++k)
       if (step.outputs[k] >= 0) {
@@ -431,6 +527,18 @@ Shape GraphBlock::output_shape(const Shape& input_shape) const {
 
 std::string GraphBlock::describe() const {
   return fmt::format("OnnxGraph({}: {} nodes, opset {})", label_, model_.graph().node_size(), opset_);
+}
+
+NDList run_subgraph(const RunContext& c, std::size_t k, NDList formal) {
+  NDGC_ASSERT(k < c.subgraphs.size(), "the node has that subgraph");
+  const Subgraph& sub = c.subgraphs[k];
+  for (std::size_t i : sub.captured) formal.push_back(c.inputs[i]);
+  NDList out = sub.block->forward(formal, c.training);
+  // A subgraph's constant is the model's: seen through a view in the run's
+  // manager (Note [A pass leaves the model's manager alone]).
+  NDList moved;
+  for (const NDArray& o : out) moved.push_back(o.manager().same(c.manager) ? o : o.get(c.manager, NDIndex()));
+  return moved;
 }
 
 ::onnx::ModelProto GraphBlock::current_model() const {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -50,10 +51,14 @@ class GraphBlock : public nn::Block {
   struct Step {
     const Kernel* kernel;
     Node node;
-    std::vector<int> inputs;   // slots; -1 for an omitted optional input
+    std::vector<int> inputs;   // slots; -1 for an omitted optional input; then the subgraphs' captured values
     std::vector<int> outputs;  // slots; -1 for an output nobody asked for
     std::vector<int> release;  // slots whose last use is this step
+    std::vector<Subgraph> subgraphs;
+    std::vector<std::unique_ptr<GraphBlock>> owned;  // the subgraphs' blocks
   };
+  std::string plan_subgraphs(Step& step, const std::unordered_map<std::string, TypeInfo>& types,
+                             const std::vector<bool>& defined);
   void plan_values();
   void plan_static_shapes(const std::unordered_map<std::string, TypeInfo>& types);
   void plan_steps();

@@ -24,6 +24,7 @@ const KernelTable& table() {
     add_resize_kernels(t);
     add_scatter_kernels(t);
     add_einsum_kernels(t);
+    add_control_kernels(t);
     return t;
   }();
   return built;

@@ -33,6 +33,17 @@ struct CheckContext {
   std::vector<std::optional<std::vector<std::int64_t>>> input_shapes;
 };
 
+class GraphBlock;
+
+// A graph attribute of a node (If's branches, Loop's and Scan's body),
+// planned as a block of its own whose graph inputs are its formal inputs
+// followed by the outer values it reads (Note [Subgraphs read the outer
+// scope] in graph_block.cpp).
+struct Subgraph {
+  GraphBlock* block = nullptr;
+  std::vector<std::size_t> captured;  // the outer values it reads: indices into the node's run inputs
+};
+
 // What a run sees at forward.
 struct RunContext {
   const Node& node;
@@ -41,6 +52,7 @@ struct RunContext {
   const ManagerRef& manager;        // where arrays made from nothing go (the first graph input's)
   bool training;
   NDList outputs;                   // the run appends the node's outputs in order
+  std::span<const Subgraph> subgraphs = {};  // by attribute, in the order subgraph_attributes names them
 
   bool has(std::size_t k) const { return k < inputs.size() && inputs[k].defined(); }
   // Input k; InvalidArgument naming the node when it is omitted.
@@ -56,6 +68,12 @@ struct Kernel {
   bool uses_mode = false;       // depends on `training`: never folded at load
   std::int64_t min_opset = 6;   // older opsets: for op types whose meaning has not changed since
 };
+
+// Runs subgraph k of the node on `formal` inputs (then its captured outer
+// values): its outputs, each in the run's manager.
+NDList run_subgraph(const RunContext& c, std::size_t k, NDList formal);
+// The graph attributes of an op type, in the order its kernel reads them.
+std::vector<const char*> subgraph_attributes(const std::string& op_type);
 
 // The kernel of a default-domain op type, or null.
 const Kernel* find_kernel(const std::string& op_type);
@@ -74,6 +92,7 @@ void add_conv_transpose_kernels(KernelTable& table);
 void add_resize_kernels(KernelTable& table);
 void add_scatter_kernels(KernelTable& table);
 void add_einsum_kernels(KernelTable& table);
+void add_control_kernels(KernelTable& table);
 
 class KernelTable {
  public:

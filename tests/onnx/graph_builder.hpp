@@ -81,6 +81,14 @@ class GraphBuilder {
     a->set_f(v);
   }
 
+  // A graph attribute (If's branches, Loop's and Scan's body): another builder's graph.
+  static void attr_g(::onnx::NodeProto& n, const std::string& name, const GraphBuilder& body) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = body.model_.graph();
+  }
+
   ::onnx::ModelProto& model() { return model_; }
   std::string bytes() const { return model_.SerializeAsString(); }
   std::filesystem::path write(const std::filesystem::path& file) const {
