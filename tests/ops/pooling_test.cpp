@@ -82,6 +82,43 @@ TEST_CASE("pooling: batches, channels, views and float32") {
   check_values(y, ref(false), 1e-6);
 }
 
+TEST_CASE("pooling with padding: windows inside the image and those over its border, against a direct loop") {
+  // The CPU engine serves windows wholly inside the image without bounds
+  // checks, and the others with them: every window here is one or the other.
+  NDManager m = fresh();
+  const std::int64_t h = 9, wd = 11;
+  std::vector<double> v(std::size_t(2 * h * wd));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 2.3) * 10;
+  NDArray x = m.create(v, {1, 2, h, wd});
+  struct Case {
+    Pair kernel, stride, padding, dilation;
+  };
+  for (const Case& c : {Case{{3, 3}, {2, 2}, {1, 1}, {1, 1}}, Case{{3, 2}, {1, 1}, {1, 1}, {2, 3}},
+                        Case{{2, 3}, {3, 1}, {1, 1}, {1, 1}}}) {
+    CAPTURE(c.kernel[0]);
+    CAPTURE(c.dilation[1]);
+    const std::int64_t oh = (h + 2 * c.padding[0] - c.dilation[0] * (c.kernel[0] - 1) - 1) / c.stride[0] + 1;
+    const std::int64_t ow = (wd + 2 * c.padding[1] - c.dilation[1] * (c.kernel[1] - 1) - 1) / c.stride[1] + 1;
+    std::vector<double> maxes, means;
+    for (std::int64_t p = 0; p < 2; ++p)
+      for (std::int64_t oy = 0; oy < oh; ++oy)
+        for (std::int64_t ox = 0; ox < ow; ++ox) {
+          double best = -1e300, sum = 0;
+          for (std::int64_t ky = 0; ky < c.kernel[0]; ++ky)
+            for (std::int64_t kx = 0; kx < c.kernel[1]; ++kx) {
+              const std::int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+              const std::int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+              if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+              const double e = v[std::size_t((p * h + iy) * wd + ix)];
+              best = std::max(best, e), sum += e;
+            }
+          maxes.push_back(best), means.push_back(sum / double(c.kernel[0] * c.kernel[1]));
+        }
+    check_values(max_pool2d(x, c.kernel, c.stride, c.padding, c.dilation), maxes);
+    if (c.dilation == Pair{1, 1}) check_values(avg_pool2d(x, c.kernel, c.stride, c.padding), means, 1e-12);
+  }
+}
+
 // max_pool2d's output (2x2 windows, stride 2) and the gradient it passes
 // back to its input, for an upstream gradient `up`. `stored` is a leaf holding the input, or with
 // `transposed` the input with its last two axes swapped: the pool then reads

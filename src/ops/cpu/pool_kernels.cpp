@@ -69,9 +69,17 @@ void CpuEngine::pool2d(bool max, const TensorView& x, const Window2d& w, const T
   const std::int64_t planes = x.shape[0] * c, taps = w.kernel[0] * w.kernel[1];
   const std::int64_t sh = x.strides[2], sw = x.strides[3];
   const bool tiles = tiles_2x2(max, w, sw);
-  // Without padding every window lies inside the input (conv::out_size), so
-  // the inner_ functions serve them without bounds checks.
-  const bool inner = w.padding[0] == 0 && w.padding[1] == 0;
+  // The windows that lie wholly inside the input (all of them without
+  // padding: conv::out_size) are served by the inner_ functions without
+  // bounds checks, the same taps in the same order as the checked ones.
+  std::int64_t inside[2][2];  // per axis: [lo, hi) of output positions
+  for (int a = 0; a < 2; ++a) {
+    std::int64_t unused;
+    const std::int64_t size = a == 0 ? h : wd, o_size = a == 0 ? oh : ow;
+    conv::inside_run(w, a, 0, size, o_size, inside[a][0], unused);
+    conv::inside_run(w, a, w.kernel[a] - 1, size, o_size, unused, inside[a][1]);
+    inside[a][1] = std::max(inside[a][1], inside[a][0]);
+  }
   floating(x.dtype, "pool2d", [&](auto tag) {
     using T = decltype(tag);
     const T* in = static_cast<const T*>(x.data);
@@ -85,11 +93,12 @@ void CpuEngine::pool2d(bool max, const TensorView& x, const Window2d& w, const T
             for (std::int64_t ox = 0; ox < ow; ++ox) max_2x2(plane + 2 * oy * sh + 2 * ox, sh, w, dst[oy * ow + ox]);
           continue;
         }
-        for (std::int64_t oy = 0; oy < oh; ++oy)
+        for (std::int64_t oy = 0; oy < oh; ++oy) {
+          const bool row_inside = oy >= inside[0][0] && oy < inside[0][1];
           for (std::int64_t ox = 0; ox < ow; ++ox) {
             T& r = dst[oy * ow + ox];
-            if (inner) {
-              const T* win = plane + oy * w.stride[0] * sh + ox * w.stride[1] * sw;
+            if (row_inside && ox >= inside[1][0] && ox < inside[1][1]) {
+              const T* win = plane + conv::source(w, 0, oy, 0) * sh + conv::source(w, 1, ox, 0) * sw;
               r = max ? win[conv::inner_max_offset(win, sh, sw, w)] : conv::inner_window_sum(win, sh, sw, w) / T(taps);
             } else if (max) {
               const std::int64_t at = conv::max_position(plane, sh, sw, h, wd, w, oy, ox);
@@ -98,6 +107,7 @@ void CpuEngine::pool2d(bool max, const TensorView& x, const Window2d& w, const T
               r = conv::window_sum(plane, sh, sw, h, wd, w, oy, ox) / T(taps);
             }
           }
+        }
       }
     });
   });
