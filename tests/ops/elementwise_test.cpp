@@ -249,6 +249,23 @@ TEST_CASE_TEMPLATE("scalar overloads, rsub and rdiv", T, float, double) {
   check_values(b.pow(2), want, 1e-5);
 }
 
+TEST_CASE_TEMPLATE("x ^ 2 is the product x * x, bit for bit, on long rows and strided ones", T, float, double) {
+  NDManager m = fresh();
+  std::vector<double> x = test_data(40, 11);
+  for (double& v : x) v = static_cast<T>(v * 37.1);
+  NDArray a = make<T>(m, x, {40});
+  const NDArray product = a.mul(a);
+  CHECK(bits(a.pow(2)) == bits(product));                                    // a scalar exponent
+  CHECK(bits(a.pow(make<T>(m, {2}, {1}))) == bits(product));                 // a broadcast one
+  const NDArray strided = a.get(NDIndex().add_slice(0, 40, 2));              // the element loop's std::pow
+  CHECK(bits(strided.pow(2)) == bits(strided.mul(strided)));
+  check_values(a.pow(3), [&] {
+    std::vector<double> cubes;
+    for (double v : x) cubes.push_back(v * v * v);
+    return cubes;
+  }(), 1e-4);  // another exponent keeps pow
+}
+
 TEST_CASE_TEMPLATE("scalar operands on integer arrays take the array's dtype", T, std::int32_t, std::int64_t,
                    std::uint8_t) {
   NDManager m = fresh();
