@@ -12,11 +12,6 @@
 
 namespace ndgc::onnx::detail {
 
-struct TypeInfo {
-  std::int32_t elem = 0;
-  std::optional<std::vector<std::int64_t>> dims;  // -1 for an unknown dimension
-};
-
 namespace {
 
 constexpr std::int64_t kMaxOpset = 17;
@@ -130,8 +125,6 @@ std::string general_problem(const Node& node, const Kernel* kernel, std::int64_t
 }  // namespace
 
 namespace {
-
-using Constants = std::unordered_map<std::string, const ::onnx::TensorProto*>;
 
 // What the check of a node reading `name` learns of that input at load.
 void describe_input(CheckContext& check, const std::string& name,
@@ -284,6 +277,7 @@ void GraphBlock::plan_steps() {
   if (!refused.empty())
     throw InvalidArgument(fmt::format("onnx::load: {}: {} node(s) this build cannot run (opset {}):\n{}", label_,
                                       refused.size(), opset_, fmt::join(refused, "\n")));
+  fuse_layer_norms(types, constants);
 }
 
 // ---- materializing ------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,7 +28,12 @@
 
 namespace ndgc::onnx::detail {
 
-struct TypeInfo;  // what shape inference says of a value (graph_block.cpp)
+// What shape inference says of a value.
+struct TypeInfo {
+  std::int32_t elem = 0;
+  std::optional<std::vector<std::int64_t>> dims;  // -1 for an unknown dimension
+};
+using Constants = std::unordered_map<std::string, const ::onnx::TensorProto*>;  // by value name
 
 class GraphBlock : public nn::Block {
  public:
@@ -59,6 +65,8 @@ class GraphBlock : public nn::Block {
   };
   std::string plan_subgraphs(Step& step, const std::unordered_map<std::string, TypeInfo>& types,
                              const std::vector<bool>& defined);
+  // Note [Fused layer norms] (graph_fusion.cpp).
+  void fuse_layer_norms(const std::unordered_map<std::string, TypeInfo>& types, const Constants& constants);
   void plan_values();
   void plan_static_shapes(const std::unordered_map<std::string, TypeInfo>& types);
   void plan_steps();
@@ -77,6 +85,7 @@ class GraphBlock : public nn::Block {
   std::vector<std::optional<Shape>> static_shapes_;  // by slot: the shape inference fixed, if it did
   std::vector<nn::Parameter*> params_; // by initializer, in graph order
   std::vector<Step> steps_;
+  std::deque<::onnx::NodeProto> fused_nodes_;  // the nodes fusion made (a Step's Node points at its proto)
   std::vector<int> input_slots_, output_slots_;
   std::vector<bool> rank_known_;       // by graph input
   std::vector<ValueInfo> inputs_, outputs_;

@@ -2,6 +2,7 @@
 // use, and forward on several threads at once.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <thread>
 
 #include <ndgc/ndgc.hpp>
@@ -41,6 +42,77 @@ TEST_CASE("GraphBlock: a Shape -> Gather -> Concat -> Reshape chain over a const
   NDManager batch = NDManager::new_base_manager("batch");
   NDArray y = net.model.block().forward(NDList{batch.arange(0, 24).reshape({4, 6})}, false).head();
   CHECK(y.shape() == Shape{4, 2, 3});
+}
+
+namespace {
+
+// A Constant node giving the float scalar `value` as `name`.
+void constant_scalar(GraphBuilder& g, const std::string& name, float value) {
+  auto& n = g.node("Constant", {}, {name});
+  auto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(::onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_float_data(value);
+}
+
+// nn.LayerNorm over the last axis as PyTorch exports it before opset 17,
+// with `tap` ("" for none) also a graph output.
+GraphBuilder layer_norm_chain(const std::string& tap, bool eps_initializer) {
+  GraphBuilder g;
+  g.input("x", {-1, 3, 4}).output("y", {-1, 3, 4});
+  if (!tap.empty()) g.output(tap, {-1, 3, 4});
+  g.floats("gamma", {4}, {1.5f, -0.5f, 2, 1}).floats("beta", {4}, {0.25f, 0, -1, 0.5f});
+  constant_scalar(g, "two", 2);
+  if (eps_initializer) g.floats("eps", {}, {1e-5f});
+  else constant_scalar(g, "eps", 1e-5f);
+  auto mean = [&](const std::string& from, const std::string& to) {
+    GraphBuilder::attr(g.node("ReduceMean", {from}, {to}), "axes", std::vector<std::int64_t>{-1});
+  };
+  mean("x", "m");
+  g.node("Sub", {"x", "m"}, {"d"});
+  g.node("Pow", {"d", "two"}, {"p"});
+  mean("p", "v");
+  g.node("Add", {"v", "eps"}, {"e"});
+  g.node("Sqrt", {"e"}, {"s"});
+  g.node("Div", {"d", "s"}, {"n"});
+  g.node("Mul", {"n", "gamma"}, {"a"});
+  g.node("Add", {"a", "beta"}, {"y"}, "norm");
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("GraphBlock: PyTorch's nine-node LayerNorm runs as one layer_norm, with the chain's values and gradients") {
+  test::TempFolder dir("fuse");
+  onnx::Imported fused = onnx::load(layer_norm_chain("", false).write(dir / "fused.onnx"), "fused");
+  onnx::Imported tapped = onnx::load(layer_norm_chain("d", false).write(dir / "tapped.onnx"), "tapped");
+  onnx::Imported trained_eps = onnx::load(layer_norm_chain("", true).write(dir / "eps.onnx"), "eps");
+  CHECK(graph_of(fused).step_count() == 1);
+  CHECK(graph_of(tapped).step_count() == 9);       // an intermediate the graph gives out: not fused
+  CHECK(graph_of(trained_eps).step_count() == 9);  // an ε that is a parameter keeps its gradient: not fused
+  NDManager batch = NDManager::new_base_manager("batch");
+  std::vector<float> v(24);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i) * 1.3f) * 3;
+  auto run = [&](onnx::Imported& net) {
+    NDArray x = batch.create<float>(v, Shape{2, 3, 4});
+    x.set_requires_gradient(true);
+    std::vector<std::vector<float>> r;
+    {
+      GradientCollector collector;
+      NDArray y = net.model.block().forward(NDList{x}, true).head();
+      collector.backward(y.mul(y).sum());
+      r.push_back(y.to_vector<float>());
+    }
+    r.push_back(x.gradient().to_vector<float>());
+    for (auto& [name, p] : net.model.parameters())
+      if (name == "gamma" || name == "beta") r.push_back(p->array().gradient().to_vector<float>());
+    return r;
+  };
+  const auto want = run(tapped), got = run(fused);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < want.size(); ++k)
+    for (std::size_t i = 0; i < want[k].size(); ++i) CHECK(got[k][i] == doctest::Approx(want[k][i]).epsilon(1e-4));
 }
 
 TEST_CASE("GraphBlock: with auto-close on, a forward pass's peak is its live set, not the sum of its intermediates") {

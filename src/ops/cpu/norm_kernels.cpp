@@ -1,7 +1,7 @@
 // CPU kernels of layer_norm and batch_norm (forward, statistics, backward).
 //
 // Statistics are two-pass (mean, then the mean of squared deviations),
-// accumulated in double whatever the dtype. Each reduction runs whole inside
+// accumulated in double whatever the dtype, in Lanes. Each reduction runs whole inside
 // one piece of a parallel_for (a row of layer_norm, a channel of
 // batch_norm), in a fixed order, so results are the same bits for any split.
 // batch_norm's channel sums (hundreds of thousands of values) run in Lanes:
@@ -50,14 +50,16 @@ struct Lanes {
   double total() const { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
 };
 
+// A row's mean and 1 / sqrt(var + eps), each sum in Lanes (independent
+// additions the compiler vectorises, in an order fixed by the row's length).
 template <class T>
 void row_stats(const T* x, std::int64_t n, double eps, double& mean, double& rstd) {
-  double s = 0;
-  for (std::int64_t i = 0; i < n; ++i) s += double(x[i]);
-  mean = n ? s / double(n) : 0;
-  double v = 0;
-  for (std::int64_t i = 0; i < n; ++i) v += (double(x[i]) - mean) * (double(x[i]) - mean);
-  rstd = 1.0 / std::sqrt((n ? v / double(n) : 0) + eps);
+  Lanes sum;
+  sum.add_row(n, [&](std::int64_t i) { return double(x[i]); });
+  mean = n ? sum.total() / double(n) : 0;
+  Lanes squares;
+  squares.add_row(n, [&](std::int64_t i) { return (double(x[i]) - mean) * (double(x[i]) - mean); });
+  rstd = 1.0 / std::sqrt((n ? squares.total() / double(n) : 0) + eps);
 }
 
 // batch_norm's storage type S (x, g, dx, out) and parameter type P (mean,
@@ -87,8 +89,15 @@ void CpuEngine::layer_norm(const TensorView& x, const TensorView& gamma, const T
       for (std::int64_t r = lo; r < hi; ++r) {
         double mean, rstd;
         row_stats(in + r * dim, dim, eps, mean, rstd);
-        for (std::int64_t d = 0; d < dim; ++d)
-          o[r * dim + d] = T((double(in[r * dim + d]) - mean) * rstd) * ga[d] + be[d];
+        const T* row = in + r * dim;
+        T* dst = o + r * dim;
+        if (ga.stride == 1 && be.stride == 1) {  // the usual case: a vector loop
+          const T *gp = ga.data, *bp = be.data;
+#pragma omp simd
+          for (std::int64_t d = 0; d < dim; ++d) dst[d] = T((double(row[d]) - mean) * rstd) * gp[d] + bp[d];
+        } else {
+          for (std::int64_t d = 0; d < dim; ++d) dst[d] = T((double(row[d]) - mean) * rstd) * ga[d] + be[d];
+        }
       }
     });
   });
