@@ -53,6 +53,10 @@ std::vector<std::int64_t> kernel_dims(const Node& node, const std::optional<std:
 Window run_window(const RunContext& c, const std::vector<std::int64_t>& kernel) {
   Window w = window_of(c.node, kernel, spatial_dims(c.in(0).shape()));
   if (!w.problem.empty()) throw InvalidArgument(fmt::format("onnx: {}: {}", c.node.label(), w.problem));
+  if (c.in(0).rank() != w.spatial + 2)
+    throw ShapeMismatch(fmt::format("onnx: {}: input {} does not have the batch, channel and {} spatial axes of "
+                                    "the window",
+                                    c.node.label(), c.in(0).shape().to_string(), w.spatial));
   return w;
 }
 

@@ -226,8 +226,22 @@ void run_max_unpool(RunContext& c) {
     throw ShapeMismatch(fmt::format("onnx: {}: indices {} and input {} differ", c.node.label(),
                                     c.in(1).shape().to_string(), x.shape().to_string()));
   const Shape out = unpooled_shape(c, x.shape());
-  const std::int64_t size = x.size(), total = out.size();
-  std::vector<std::int64_t> source(std::size_t(total), size);  // `size`: the appended zero
+  std::int64_t total = 1;
+  for (std::int64_t d : out)
+    if (d < 0 || __builtin_mul_overflow(total, d, &total) || total > (std::int64_t(1) << 40))
+      throw ShapeMismatch(fmt::format("onnx: {}: the output {} has a negative dimension or too many elements",
+                                      c.node.label(), out.to_string()));
+  if (out[0] != x.shape()[0] || out[1] != x.shape()[1])
+    throw ShapeMismatch(fmt::format("onnx: {}: the output {} must keep the input's batch and channels {}",
+                                    c.node.label(), out.to_string(), x.shape().to_string()));
+  const std::int64_t size = x.size();
+  std::vector<std::int64_t> source;
+  try {
+    source.assign(std::size_t(total), size);  // `size`: the appended zero
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(fmt::format("onnx: {}: no host memory for the positions of {} elements", c.node.label(), total),
+                      std::size_t(total) * sizeof(std::int64_t), 0, 0);
+  }
   const std::vector<std::int64_t> at = read_ints(c.in(1));
   for (std::size_t e = 0; e < at.size(); ++e) {
     if (at[e] < 0 || at[e] >= total)

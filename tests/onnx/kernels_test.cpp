@@ -485,6 +485,18 @@ TEST_CASE("onnx MaxUnpool: x's elements at their flat positions, the last of two
   CHECK(y.to_vector<float>() == std::vector<float>{0, 2, 0, 0, 1, 0, 0, 4, 0, 0, 0, 0});
   CHECK(x.gradient().to_vector<float>() == std::vector<float>{5, 2, 0, 8});
 
+  GraphBuilder hostile(11);
+  hostile.input("x", {2, 1, 1, 2}).input("i", {2, 1, 1, 2}, ::onnx::TensorProto::INT64).input("shape", {4}, ::onnx::TensorProto::INT64);
+  hostile.output("y", {-1, -1, -1, -1});
+  auto& h = hostile.node("MaxUnpool", {"x", "i", "shape"}, {"y"}, "unpool");
+  GraphBuilder::attr(h, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  onnx::Imported open_shape = onnx::load(hostile.write(dir / "hostile.onnx"), "hostile");
+  for (const auto& dims : {std::vector<std::int64_t>{2, 1, -2, 3}, std::vector<std::int64_t>{2, 1, 1LL << 31, 1LL << 31}}) {
+    CHECK_THROWS_WITH_AS(open_shape.model.block().forward(
+                             NDList{x, at, batch.create<std::int64_t>(dims, Shape{4})}, false),
+                         doctest::Contains("MaxUnpool 'unpool': the output"), ShapeMismatch);
+  }
+
   const NDArray outside = batch.create<std::int64_t>({4, 1, 7, 12}, Shape{2, 1, 1, 2});
   CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{x, outside}, false),
                        doctest::Contains("MaxUnpool 'unpool': index 12 is outside the output (2, 1, 2, 3)"),

@@ -190,4 +190,16 @@ TEST_CASE("onnx MaxPool and AveragePool over three axes: each box's max or mean 
   }
 }
 
+TEST_CASE("onnx 3-D windows: an input without five axes is an error naming the node and the shape") {
+  test::TempFolder dir("volume_rank");
+  GraphBuilder g;
+  g.input("x", {-1, -1, -1, -1}).output("y", {-1, -1, -1, -1});
+  GraphBuilder::attr(g.node("MaxPool", {"x"}, {"y"}, "cube"), "kernel_shape", Ints{2, 2, 2});
+  onnx::Imported net = onnx::load(g.write(dir / "rank.onnx"), "rank");
+  NDManager batch = NDManager::new_base_manager("batch");
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros(Shape{1, 1, 4, 4})}, false),
+                       doctest::Contains("MaxPool 'cube': input (1, 1, 4, 4) does not have the batch, channel and 3"),
+                       ShapeMismatch);
+}
+
 }  // namespace ndgc
