@@ -44,7 +44,10 @@ NDArray stacked(const RunContext& c, const NDList& parts, const ValueInfo& decla
 // (iteration, cond, carried...) and gives (cond, carried..., scan outputs...).
 void run_loop(RunContext& c) {
   const std::size_t carried = c.node.input_count() - 2;
-  const std::int64_t trips = c.has(0) ? read_ints(c.in(0)).at(0) : std::numeric_limits<std::int64_t>::max();
+  if (c.has(0) && c.in(0).size() != 1)
+    throw ShapeMismatch(fmt::format("onnx: {}: the trip count M has {} elements, not one", c.node.label(),
+                                    c.in(0).size()));
+  const std::int64_t trips = c.has(0) ? read_ints(c.in(0))[0] : std::numeric_limits<std::int64_t>::max();
   bool going = c.has(1) ? read_condition(c, c.in(1), "cond") : true;
   NDList state;
   for (std::size_t k = 0; k < carried; ++k) state.push_back(c.in(2 + k));
@@ -147,7 +150,13 @@ void run_scan(RunContext& c) {
     for (const NDArray& y : scan(c, states, inputs, per_value(c.node, "scan_input_axes", m))) c.outputs.push_back(y);
     return;
   }
-  const std::int64_t batch = inputs[0].shape()[0];
+  const std::int64_t batch = inputs[0].rank() > 0 ? inputs[0].shape()[0] : -1;
+  for (const NDList* values : {&states, &inputs})
+    for (const NDArray& v : *values)
+      if (v.rank() == 0 || v.shape()[0] != batch)
+        throw ShapeMismatch(fmt::format("onnx: {}: opset 8's Scan wants one batch axis first on every state and "
+                                        "input; {} does not fit",
+                                        c.node.label(), v.shape().to_string()));
   std::vector<NDList> per_output;
   for (std::int64_t b = 0; b < batch; ++b) {
     NDList entry_states, entry_inputs;

@@ -156,4 +156,35 @@ TEST_CASE("onnx If and Loop are refused at load for a node inside that ndgc cann
   CHECK(debug::live_array_count() == before);
 }
 
+TEST_CASE("onnx Loop: a trip count of two elements, and If: a condition of two, are errors naming the node") {
+  test::TempFolder dir("control_shapes");
+  GraphBuilder body(13);
+  body.input("i", {}, kInt64).input("cond_in", {}, kBool).input("v", {3});
+  body.output("cond_out", {}, kBool).output("v_out", {3});
+  body.node("Identity", {"cond_in"}, {"cond_out"});
+  body.node("Neg", {"v"}, {"v_out"});
+  GraphBuilder g(13);
+  g.input("x", {3}).input("m", {-1}, kInt64).output("y", {3});
+  GraphBuilder::attr_g(g.node("Loop", {"m", "", "x"}, {"y"}, "repeat"), "body", body);
+  onnx::Imported net = onnx::load(g.write(dir / "loop.onnx"), "loop");
+  NDManager batch = NDManager::new_base_manager("batch");
+  const NDArray x = batch.create<float>({1, 2, 3}, Shape{3});
+  CHECK(net.model.block().forward(NDList{x, batch.create<std::int64_t>({3}, Shape{1})}, false).head().to_vector<float>() ==
+        std::vector<float>{-1, -2, -3});  // three negations
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{x, batch.create<std::int64_t>({3, 4}, Shape{2})}, false),
+                       doctest::Contains("Loop 'repeat': the trip count M has 2 elements"), ShapeMismatch);
+
+  GraphBuilder branch;
+  branch.output("same", {3});
+  branch.node("Identity", {"x"}, {"same"});
+  GraphBuilder pick(13);
+  pick.input("x", {3}).input("c", {-1}, kBool).output("y", {3});
+  auto& n = pick.node("If", {"c"}, {"y"}, "choose");
+  GraphBuilder::attr_g(n, "then_branch", branch);
+  GraphBuilder::attr_g(n, "else_branch", branch);
+  onnx::Imported chooser = onnx::load(pick.write(dir / "if.onnx"), "if");
+  CHECK_THROWS_WITH_AS(chooser.model.block().forward(NDList{x, batch.full(Shape{2}, 1.0, DataType::boolean)}, false),
+                       doctest::Contains("If 'choose': the condition has 2 elements"), ShapeMismatch);
+}
+
 }  // namespace ndgc
