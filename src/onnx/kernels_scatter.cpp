@@ -9,12 +9,12 @@
 //   - the count of updates at each position is the same product of ones;
 //   - reduction "none" takes the update where one arrived and the data
 //     elsewhere, "add" adds them;
-//   - ScatterND's "mul" multiplies the data by every update that reaches a
-//     position: the updates are dealt into layers, the k-th update of each
-//     position into layer k, so that a layer reaches a position at most
-//     once; each layer is spread as above and multiplies where it arrived.
-// Integer data is scattered on the host. ScatterElements' "mul" (and opset
-// 18's "max" and "min") is refused at load. Under "none" two updates for one
+//   - "mul" multiplies the data by every update that reaches a position: the
+//     updates are dealt into layers, the k-th update of each position into
+//     layer k, so that a layer reaches a position at most once; each layer
+//     is spread as above and multiplies where it arrived.
+// Integer data is scattered on the host. Opset 18's "max" and "min" are
+// refused at load (ndgc runs opsets up to 17). Under "none" two updates for one
 // position have no defined result (ONNX leaves the order open), so that is
 // an InvalidArgument at forward rather than a silent choice.
 #include <algorithm>
@@ -60,6 +60,30 @@ NDArray combine(const RunContext& c, const NDArray& data, const NDArray& spread,
   return adds(c) ? data.add(spread) : where(count.gt(0.0), spread, data);
 }
 
+// The updates that reach one position dealt into layers: the k-th update
+// of each position into layer k, so that within a layer a position is
+// reached at most once (its spread is then that update, not a sum).
+struct Layers {
+  std::vector<std::int64_t> layer;  // by update
+  std::int64_t count = 0;
+  explicit Layers(const std::vector<std::int64_t>& dest) : layer(dest.size()) {
+    std::vector<std::int64_t> sorted = dest;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    std::vector<std::int64_t> seen(sorted.size(), 0);
+    for (std::size_t u = 0; u < dest.size(); ++u) {
+      const auto slot = std::size_t(std::lower_bound(sorted.begin(), sorted.end(), dest[u]) - sorted.begin());
+      layer[u] = seen[slot]++;
+      count = std::max(count, layer[u] + 1);
+    }
+  }
+  std::vector<std::int64_t> mask(std::int64_t k) const {  // 1 for layer k's updates
+    std::vector<std::int64_t> in_layer(layer.size());
+    for (std::size_t u = 0; u < layer.size(); ++u) in_layer[u] = layer[u] == k ? 1 : 0;
+    return in_layer;
+  }
+};
+
 // ScatterElements along `axis`: updates[i...] goes to data[i... with i[axis] = indices[i...]].
 void run_scatter_elements(RunContext& c) {
   const NDArray& data = c.in(0);
@@ -94,43 +118,48 @@ void run_scatter_elements(RunContext& c) {
     return;
   }
   const int last = ds.rank();  // the one-hot axis of length n, after is's axes
-  const NDArray hot = make_ints(c, idx, is).one_hot(n, data.dtype());                       // is + [n]
-  NDArray spread = hot.mul(updates.expand_dims(last)).sum({axis});                         // is without axis + [n]
-  NDArray count = hot.sum({axis});
-  std::vector<int> order;  // the [n] axis back to `axis`
-  for (int k = 0; k < last - 1; ++k) order.push_back(k);
-  order.insert(order.begin() + axis, last - 1);
-  spread = spread.permute(order);
-  count = count.permute(order);
-  for (int k = 0; k < ds.rank(); ++k)  // indices may cover less than data on the other axes
-    if (k != axis && is[k] < ds[k]) {
-      spread = pad_constant(c, spread, k, 0, ds[k] - is[k], 0.0);
-      count = pad_constant(c, count, k, 0, ds[k] - is[k], 0.0);
-    }
-  c.outputs.push_back(combine(c, data, spread, count));
+  const NDArray hot = make_ints(c, idx, is).one_hot(n, data.dtype());  // is + [n]
+  // The updates `hot_k` marks, summed at their positions along `axis`, and
+  // how many arrived at each: both shaped as data.
+  auto spread_of = [&](const NDArray& hot_k) {
+    NDArray spread = hot_k.mul(updates.expand_dims(last)).sum({axis});  // is without axis + [n]
+    NDArray count = hot_k.sum({axis});
+    std::vector<int> order;  // the [n] axis back to `axis`
+    for (int k = 0; k < last - 1; ++k) order.push_back(k);
+    order.insert(order.begin() + axis, last - 1);
+    spread = spread.permute(order);
+    count = count.permute(order);
+    for (int k = 0; k < ds.rank(); ++k)  // indices may cover less than data on the other axes
+      if (k != axis && is[k] < ds[k]) {
+        spread = pad_constant(c, spread, k, 0, ds[k] - is[k], 0.0);
+        count = pad_constant(c, count, k, 0, ds[k] - is[k], 0.0);
+      }
+    return std::pair{spread, count};
+  };
+  if (!multiplies(c)) {
+    const auto [spread, count] = spread_of(hot);
+    c.outputs.push_back(combine(c, data, spread, count));
+    return;
+  }
+  // "mul": layer by layer, each reaching a position at most once (Layers).
+  const Layers layers(dest);
+  NDArray result = data;
+  for (std::int64_t k = 0; k < layers.count; ++k) {
+    const NDArray mask = make_ints(c, layers.mask(k), is).to_type(data.dtype()).expand_dims(last);
+    const auto [spread, reached] = spread_of(hot.mul(mask));
+    result = result.mul(where(reached.gt(0.0), spread, c.manager.ones(spread.shape(), spread.dtype())));
+  }
+  c.outputs.push_back(result);
 }
 
 // ScatterND's "mul" over rows: data [rows, row] times every update row that
 // reaches it. hot [U, rows] is the updates' one-hot rows, dest their rows.
 NDArray multiply_in_layers(const RunContext& c, NDArray data, const NDArray& hot, const NDArray& updates,
                            const std::vector<std::int64_t>& dest) {
-  std::vector<std::int64_t> seen(dest.size(), 0), layer(dest.size());
-  std::int64_t layers = 0;
-  {
-    std::vector<std::int64_t> sorted = dest;
-    std::sort(sorted.begin(), sorted.end());
-    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    for (std::size_t u = 0; u < dest.size(); ++u) {
-      const auto slot = std::size_t(std::lower_bound(sorted.begin(), sorted.end(), dest[u]) - sorted.begin());
-      layer[u] = seen[slot]++;
-      layers = std::max(layers, layer[u] + 1);
-    }
-  }
+  const Layers layers(dest);
   const auto count_u = std::int64_t(dest.size());
-  for (std::int64_t k = 0; k < layers; ++k) {
-    std::vector<std::int64_t> in_layer(dest.size());
-    for (std::size_t u = 0; u < dest.size(); ++u) in_layer[u] = layer[u] == k ? 1 : 0;
-    const NDArray mask = make_ints(c, in_layer, Shape{count_u, 1}).to_type(hot.dtype());
+  for (std::int64_t k = 0; k < layers.count; ++k) {
+    const NDArray mask = make_ints(c, layers.mask(k), Shape{count_u, 1}).to_type(hot.dtype());
     const NDArray hot_k = hot.mul(mask);                                          // this layer's updates only
     const NDArray spread = hot_k.transpose().matmul(updates);                     // [rows, row]
     const NDArray reached = hot_k.sum({0}).reshape(Shape{hot.shape()[1], 1});     // 1 where one arrived
@@ -186,10 +215,8 @@ void run_scatter_nd(RunContext& c) {
 
 std::string reduction_check(const CheckContext& c) {
   const std::string reduction = c.node.s("reduction", "none");
-  const bool mul = reduction == "mul" && c.node.op_type() == "ScatterND";
-  if (reduction != "none" && reduction != "add" && !mul)
-    return fmt::format("reduction '{}' is not supported; ndgc runs 'none' and 'add'{}", reduction,
-                       c.node.op_type() == "ScatterND" ? " and 'mul'" : "");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return fmt::format("reduction '{}' is not supported; ndgc runs 'none', 'add' and 'mul'", reduction);
   return numeric_data(c);
 }
 

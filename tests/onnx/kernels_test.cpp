@@ -138,7 +138,26 @@ TEST_CASE("onnx ScatterND 'mul': every update reaching a position multiplies it,
   CHECK(out[0].to_vector<std::int64_t>() == std::vector<std::int64_t>{2, 90, 28});
 }
 
-TEST_CASE("onnx scatters: two updates for one position under 'none' are an error; ScatterElements' 'mul' is refused "
+TEST_CASE("onnx ScatterElements 'mul': every update reaching a position multiplies it, with gradients") {
+  test::TempFolder dir("scatter_elements_mul");
+  GraphBuilder g(16);
+  g.input("x", {2, 3}).input("u", {2, 2}).output("y", {2, 3});
+  g.ints("at", {2, 2}, {1, 1, 0, 2});  // row 0: column 1 twice; row 1: columns 0 and 2
+  auto& n = g.node("ScatterElements", {"x", "at", "u"}, {"y"}, "product");
+  GraphBuilder::attr_s(n, "reduction", "mul");
+  GraphBuilder::attr(n, "axis", std::int64_t{1});
+  onnx::Imported net = onnx::load(g.write(dir / "mul.onnx"), "mul");
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.create<float>(std::vector<float>{2, 3, 4, 5, 6, 7}, Shape{2, 3}).set_requires_gradient(true);
+  NDArray u = batch.create<float>(std::vector<float>{5, 6, 7, 8}, Shape{2, 2}).set_requires_gradient(true);
+  const NDArray w = batch.create<float>(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  const NDArray y = forward_with_gradient(net, NDList{x, u}, w);
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 90, 4, 35, 6, 56});
+  CHECK(x.gradient().to_vector<float>() == std::vector<float>{1, 60, 3, 28, 5, 48});
+  CHECK(u.gradient().to_vector<float>() == std::vector<float>{36, 30, 20, 42});
+}
+
+TEST_CASE("onnx scatters: two updates for one position under 'none' are an error; an unknown reduction is refused "
           "at load") {
   test::TempFolder dir("scatter_bad");
   NDManager batch = NDManager::new_base_manager("batch");
@@ -156,10 +175,10 @@ TEST_CASE("onnx scatters: two updates for one position under 'none' are an error
     GraphBuilder g(16);
     g.input("x", {3}).input("u", {1}).output("y", {3});
     g.ints("at", {1}, {0});
-    auto& n = g.node("ScatterElements", {"x", "at", "u"}, {"y"}, "product");
-    GraphBuilder::attr_s(n, "reduction", "mul");
-    CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "mul.onnx"), "mul"),
-                         doctest::Contains("ScatterElements 'product': reduction 'mul' is not supported"),
+    auto& n = g.node("ScatterElements", {"x", "at", "u"}, {"y"}, "largest");
+    GraphBuilder::attr_s(n, "reduction", "max");
+    CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "max.onnx"), "max"),
+                         doctest::Contains("ScatterElements 'largest': reduction 'max' is not supported"),
                          InvalidArgument);
   }
 }
