@@ -127,7 +127,8 @@ std::string pool_check(const CheckContext& c) {
   if (!w.problem.empty()) return w.problem;
   if (c.node.op_type() == "AveragePool" && c.node.i("ceil_mode", 0) != 0)
     if (std::string why = average_ceil_problem(w); !why.empty()) return why;
-  if (w.spatial == 3 && c.node.output_wanted(1)) return "MaxPool's indices over 3 spatial axes are not supported";
+  if (w.spatial == 3 && c.node.output_wanted(1) && c.node.i("storage_order", 0) != 0)
+    return "MaxPool's column-major indices (storage_order 1) over 3 spatial axes are not supported";
   // MaxPool of uint8 and int32 runs in float64, which holds each value exactly.
   if (c.node.op_type() == "MaxPool" && !c.input_dtypes.empty() && c.input_dtypes[0] &&
       (*c.input_dtypes[0] == DataType::uint8 || *c.input_dtypes[0] == DataType::int32))
@@ -169,32 +170,42 @@ NDArray pad_depth(const RunContext& c, const NDArray& x, const Window& w, double
 }
 
 // MaxPool's second output: where each maximum came from, as the flat index
-// ((n · C + c) · H + h) · W + w into the input (storage_order 1, column
-// major: ((n · C + c) · W + w) · H + h), the first of equal maxima in the
-// window's row-major order. Found on the host from the input's values.
+// ((n · C + c) · H + h) · W + w into the input (((n · C + c) · D + d) · H + h)
+// · W + w over three axes; storage_order 1, column major over two axes:
+// ((n · C + c) · W + w) · H + h), the first of equal maxima in the window's
+// row-major order. Found on the host from the input's values; x is
+// [N, C, H, W], or [N, C, D, H, W] with w.spatial 3.
 NDArray max_positions(const RunContext& c, const NDArray& x, const Window& w, const Shape& out) {
-  const std::int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
-  const std::int64_t oh = out[2], ow = out[3];
+  const bool volume = w.spatial == 3;
+  const int a = volume ? 3 : 2;  // the height axis
+  const std::int64_t planes = x.shape()[0] * x.shape()[1], h = x.shape()[a], wd = x.shape()[a + 1];
+  const std::int64_t depth = volume ? x.shape()[2] : 1, od = volume ? out[2] : 1, oh = out[a], ow = out[a + 1];
+  const DepthAxis dw = volume ? w.depth : DepthAxis{};
   const bool column_major = c.node.i("storage_order", 0) != 0;
   const std::vector<double> v = read_doubles(x);
   std::vector<std::int64_t> at;
-  at.reserve(std::size_t(n * ch * oh * ow));
-  for (std::int64_t plane = 0; plane < n * ch; ++plane)
-    for (std::int64_t y = 0; y < oh; ++y)
-      for (std::int64_t xo = 0; xo < ow; ++xo) {
-        std::int64_t best = -1;
-        for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky)
-          for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
-            const std::int64_t iy = y * w.stride[0] - w.begin[0] + ky * w.dilation[0],
-                               ix = xo * w.stride[1] - w.begin[1] + kx * w.dilation[1];
-            if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
-            const std::int64_t i = (plane * h + iy) * wd + ix;
-            if (best < 0 || v[std::size_t(i)] > v[std::size_t(best)]) best = i;
+  at.reserve(std::size_t(planes * od * oh * ow));
+  for (std::int64_t plane = 0; plane < planes; ++plane)
+    for (std::int64_t z = 0; z < od; ++z)
+      for (std::int64_t y = 0; y < oh; ++y)
+        for (std::int64_t xo = 0; xo < ow; ++xo) {
+          std::int64_t best = -1;
+          for (std::int64_t kz = 0; kz < dw.kernel; ++kz) {
+            const std::int64_t iz = z * dw.stride - dw.begin + kz * dw.dilation;
+            if (iz < 0 || iz >= depth) continue;
+            for (std::int64_t ky = 0; ky < w.kernel[0]; ++ky)
+              for (std::int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+                const std::int64_t iy = y * w.stride[0] - w.begin[0] + ky * w.dilation[0],
+                                   ix = xo * w.stride[1] - w.begin[1] + kx * w.dilation[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                const std::int64_t i = ((plane * depth + iz) * h + iy) * wd + ix;
+                if (best < 0 || v[std::size_t(i)] > v[std::size_t(best)]) best = i;
+              }
           }
-        best = std::max<std::int64_t>(best, 0);
-        if (column_major) best = (best / (h * wd) * wd + best % wd) * h + best % (h * wd) / wd;
-        at.push_back(best);
-      }
+          best = std::max<std::int64_t>(best, 0);
+          if (column_major) best = (best / (h * wd) * wd + best % wd) * h + best % (h * wd) / wd;
+          at.push_back(best);
+        }
   return make_ints(c, at, out);
 }
 
@@ -220,7 +231,7 @@ void run_max_pool(RunContext& c) {
     y = from_2d(max_pool_planes(c, as_2d(x, w), w), w);
   }
   c.outputs.push_back(is_floating(dtype) ? y : y.to_type(dtype));
-  if (c.node.output_wanted(1)) {  // the check refuses it over three axes
+  if (c.node.output_wanted(1)) {
     const Shape out = as_2d(y, w).shape();
     c.outputs.push_back(from_2d(max_positions(c, as_2d(c.in(0), w), w, out), w));
   }

@@ -97,8 +97,9 @@ TEST_CASE("onnx::load: attributes and dtypes ndgc cannot run are refused at load
   auto& d = volume.node("MaxPool", {"x"}, {"y", "at"}, "cube");
   GraphBuilder::attr(d, "kernel_shape", std::vector<std::int64_t>{2, 2, 2});
   GraphBuilder::attr(d, "strides", std::vector<std::int64_t>{2, 2, 2});
+  GraphBuilder::attr(d, "storage_order", std::int64_t{1});
   check_refused<InvalidArgument>(volume.write(dir / "volume.onnx"),
-                                 "MaxPool 'cube': MaxPool's indices over 3 spatial axes are not supported");
+                                 "MaxPool 'cube': MaxPool's column-major indices (storage_order 1) over 3 spatial");
 }
 
 TEST_CASE("onnx::load: hostile but valid models are errors, never crashes") {

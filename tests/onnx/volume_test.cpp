@@ -152,6 +152,7 @@ TEST_CASE("onnx MaxPool and AveragePool over three axes: each box's max or mean 
   for (const std::string op : {"MaxPool", "AveragePool"}) {
     CAPTURE(op);
     std::vector<double> y(gv.size()), dx(xv.size());
+    std::vector<std::int64_t> winners(gv.size());
     for (std::int64_t b = 0; b < x_dims[0]; ++b)
       for (std::int64_t c = 0; c < x_dims[1]; ++c) {
         std::vector<double> best(y.size(), -std::numeric_limits<double>::infinity()), count(y.size());
@@ -165,7 +166,7 @@ TEST_CASE("onnx MaxPool and AveragePool over three axes: each box's max or mean 
         for (std::int64_t i = 0; i < product(y_dims) / (x_dims[0] * x_dims[1]); ++i) {
           const std::size_t yi = std::size_t((b * x_dims[1] + c) * (product(y_dims) / (x_dims[0] * x_dims[1])) + i);
           if (op == "MaxPool") {
-            y[yi] = best[yi], dx[winner[yi]] += gv[yi];
+            y[yi] = best[yi], dx[winner[yi]] += gv[yi], winners[yi] = std::int64_t(winner[yi]);
           } else {
             y[yi] /= count[yi];
             each_tap(x_dims, y_dims, box, [&](auto out, auto in, auto) {
@@ -178,8 +179,11 @@ TEST_CASE("onnx MaxPool and AveragePool over three axes: each box's max or mean 
 
     test::TempFolder dir("pool3d");
     GraphBuilder g;
+    const bool max = op == "MaxPool";
     g.input("x", x_dims, ::onnx::TensorProto::DOUBLE).output("y", y_dims, ::onnx::TensorProto::DOUBLE);
-    box.set(g.node(op, {"x"}, {"y"}, "box"), true);
+    if (max) g.output("at", y_dims, ::onnx::TensorProto::INT64);  // where each maximum came from
+    box.set(g.node(op, {"x"}, max ? std::vector<std::string>{"y", "at"} : std::vector<std::string>{"y"}, "box"),
+            true);
     onnx::Imported net = onnx::load(g.write(dir / "pool3d.onnx"), "pool3d");
     NDManager batch = NDManager::new_base_manager("batch");
     NDArray x = doubles(batch, xv, x_dims);
@@ -187,6 +191,7 @@ TEST_CASE("onnx MaxPool and AveragePool over three axes: each box's max or mean 
     const NDArray out = forward_backward(net, NDList{x}, doubles(batch, gv, y_dims));
     check_close(out, y);
     check_close(x.gradient(), dx);
+    if (max) CHECK(net.model.block().forward(NDList{x}, false)[1].to_vector<std::int64_t>() == winners);
   }
 }
 
