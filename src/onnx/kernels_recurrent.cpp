@@ -10,14 +10,23 @@
 // (i, o, f) add P_i ⊙ c_{t-1} to i's and P_f ⊙ c_{t-1} to f's pre-activations,
 // and P_o ⊙ c_t to o's.
 //
+// `activations` (f, g, h per direction, any of ONNX's eleven, with
+// activation_alpha and activation_beta consumed in order) replace sigmoid
+// and tanh; `clip` bounds every activation's input to [-clip, clip].
+//
 // sequence_lens [B]: entry b runs its first len_b steps. A step past them
 // leaves b's state as it was and writes zeros to Y, so Y_h is b's state after
 // its last step; a reverse direction, which walks from T - 1 down, starts b
 // from the initial state at step len_b - 1, as ONNX (and cuDNN) define it.
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
 #include "onnx/kernel_support.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc::onnx::detail {
 namespace {
@@ -36,10 +45,88 @@ NDArray block(const NDArray& a, std::int64_t k, std::int64_t h) {
 // Element d of axis 0.
 NDArray pick(const NDArray& a, std::int64_t d) { return a.get(NDIndex().add_index(d)); }
 
+// One of the functions an RNN's `activations` attribute names, with its
+// alpha and beta (ONNX's defaults of the op of that name where not given).
+struct Activation {
+  std::string name = "Tanh";
+  double alpha = 0, beta = 0;
+
+  NDArray operator()(const NDArray& x) const {
+    if (name == "Sigmoid") return x.sigmoid();
+    if (name == "Tanh") return x.tanh();
+    if (name == "Relu") return x.relu();
+    if (name == "Affine") return x.mul(alpha).add(beta);
+    if (name == "LeakyRelu") return where(x.lt(0.0), x.mul(alpha), x);
+    if (name == "ThresholdedRelu") return where(x.gt(alpha), x, x.mul(0.0));
+    if (name == "ScaledTanh") return x.mul(beta).tanh().mul(alpha);
+    if (name == "HardSigmoid") return x.mul(alpha).add(beta).maximum(0.0).minimum(1.0);
+    if (name == "Elu") return where(x.gt(0.0), x, x.exp().sub(1.0).mul(alpha));
+    if (name == "Softsign") return x.div(x.abs().add(1.0));
+    NDGC_ASSERT(name == "Softplus", "the check admits only ONNX's RNN activations");
+    return x.exp().add(1.0).log();
+  }
+};
+
+// ONNX's names (case as the spec writes them), with whether each takes
+// alpha and beta and their defaults.
+struct ActivationSpec {
+  const char* name;
+  bool alpha, beta;
+  double default_alpha, default_beta;
+};
+constexpr ActivationSpec kActivations[] = {
+    {"Relu", false, false, 0, 0},           {"Tanh", false, false, 0, 0},
+    {"Sigmoid", false, false, 0, 0},        {"Affine", true, true, 1.0, 0.0},
+    {"LeakyRelu", true, false, 0.01, 0},    {"ThresholdedRelu", true, false, 1.0, 0},
+    {"ScaledTanh", true, true, 1.0, 1.0},   {"HardSigmoid", true, true, 0.2, 0.5},
+    {"Elu", true, false, 1.0, 0},           {"Softsign", false, false, 0, 0},
+    {"Softplus", false, false, 0, 0}};
+
+// By name, in any case (as ONNX Runtime reads them).
+const ActivationSpec* activation_spec(const std::string& name) {
+  for (const ActivationSpec& a : kActivations)
+    if (std::equal(name.begin(), name.end(), a.name, a.name + std::strlen(a.name),
+                   [](char x, char y) { return std::tolower(static_cast<unsigned char>(x)) == std::tolower(y); }))
+      return &a;
+  return nullptr;
+}
+
+// The cell's activations, per direction (gates(cell) - (LSTM: 0) of them:
+// RNN f; GRU f, g; LSTM f, g, h), from the attributes or the defaults;
+// alphas and betas are consumed in order by the functions that take them.
+std::vector<Activation> activations_of(const Node& node, int per_direction, std::int64_t directions) {
+  std::vector<std::string> names;
+  if (const auto* a = node.find("activations"))
+    for (const auto& n : a->strings()) names.push_back(n);
+  if (names.empty()) {
+    const std::vector<std::string> defaults =
+        per_direction == 1 ? std::vector<std::string>{"Tanh"}
+        : per_direction == 2 ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                             : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+    for (std::int64_t d = 0; d < directions; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
+  }
+  const std::vector<float> alphas = node.floats("activation_alpha"), betas = node.floats("activation_beta");
+  std::size_t next_alpha = 0, next_beta = 0;
+  std::vector<Activation> out;
+  for (const std::string& name : names) {
+    const ActivationSpec* spec = activation_spec(name);
+    NDGC_ASSERT(spec, "the check admits only ONNX's RNN activations");
+    Activation a{spec->name, spec->default_alpha, spec->default_beta};
+    if (spec->alpha && next_alpha < alphas.size()) a.alpha = alphas[next_alpha++];
+    if (spec->beta && next_beta < betas.size()) a.beta = betas[next_beta++];
+    out.push_back(a);
+  }
+  return out;
+}
+
 struct Direction {
   NDArray w, r, wb, rb;  // [G·H, I], [G·H, H], [G·H] each (biases may be empty)
   NDArray p_i, p_o, p_f;  // LSTM's peepholes, [H] each (empty without P)
   NDArray h, c;          // [B, H]
+  Activation f{"Sigmoid"}, g{"Tanh"}, h_act{"Tanh"};  // RNN: f only
+  double clip = 0;                                    // > 0: pre-activations clipped to [-clip, clip]
+
+  NDArray clipped(const NDArray& x) const { return clip > 0 ? x.maximum(-clip).minimum(clip) : x; }
 };
 
 // One step of `cell`: x_proj [B, G·H] is x_t W^T + Wb. Updates d.h (and d.c).
@@ -48,7 +135,7 @@ void step(Cell cell, Direction& d, const NDArray& x_proj, std::int64_t hidden, b
   if (cell == Cell::rnn) {
     NDArray pre = x_proj.add(d.h.matmul(rt));
     if (d.rb.defined()) pre = pre.add(d.rb);
-    d.h = pre.tanh();
+    d.h = d.f(d.clipped(pre));
     return;
   }
   if (cell == Cell::lstm) {
@@ -56,27 +143,29 @@ void step(Cell cell, Direction& d, const NDArray& x_proj, std::int64_t hidden, b
     if (d.rb.defined()) g = g.add(d.rb);
     NDArray i_pre = block(g, 0, hidden), o_pre = block(g, 1, hidden), f_pre = block(g, 2, hidden);
     if (d.p_i.defined()) i_pre = i_pre.add(d.p_i.mul(d.c)), f_pre = f_pre.add(d.p_f.mul(d.c));
-    const NDArray i = i_pre.sigmoid(), f = f_pre.sigmoid(), candidate = block(g, 3, hidden).tanh();
+    const NDArray i = d.f(d.clipped(i_pre)), f = d.f(d.clipped(f_pre));
+    const NDArray candidate = d.g(d.clipped(block(g, 3, hidden)));
     d.c = f.mul(d.c).add(i.mul(candidate));
     if (d.p_o.defined()) o_pre = o_pre.add(d.p_o.mul(d.c));
-    d.h = o_pre.sigmoid().mul(d.c.tanh());
+    d.h = d.f(d.clipped(o_pre)).mul(d.h_act(d.c));
     return;
   }
   // GRU: z and r from both products; the candidate per linear_before_reset.
   const NDArray r_h = block(rt, 2, hidden);  // the candidate's rows of R, transposed: [H, H]
   NDArray hr = d.h.matmul(rt);  // [B, 3H]
   if (d.rb.defined()) hr = hr.add(d.rb);
-  // 1 - z as sigmoid(-a): where z rounds to 1, 1 - z would be 0 and lose the ~1e-7 that the state keeps.
-  const NDArray z_pre = block(x_proj, 0, hidden).add(block(hr, 0, hidden));
-  const NDArray z = z_pre.sigmoid(), keep = z_pre.neg().sigmoid();
-  const NDArray reset = block(x_proj, 1, hidden).add(block(hr, 1, hidden)).sigmoid();
+  // 1 - z as sigmoid(-a) for the default f: where z rounds to 1, 1 - z
+  // would be 0 and lose the ~1e-7 that the state keeps.
+  const NDArray z_pre = d.clipped(block(x_proj, 0, hidden).add(block(hr, 0, hidden)));
+  const NDArray z = d.f(z_pre), keep = d.f.name == "Sigmoid" ? z_pre.neg().sigmoid() : z.rsub(1.0);
+  const NDArray reset = d.f(d.clipped(block(x_proj, 1, hidden).add(block(hr, 1, hidden))));
   NDArray candidate;
   if (linear_before_reset) {
-    candidate = block(x_proj, 2, hidden).add(reset.mul(block(hr, 2, hidden))).tanh();
+    candidate = d.g(d.clipped(block(x_proj, 2, hidden).add(reset.mul(block(hr, 2, hidden)))));
   } else {
     NDArray rh = reset.mul(d.h).matmul(r_h);
     if (d.rb.defined()) rh = rh.add(block(d.rb.reshape(Shape{1, -1}), 2, hidden));
-    candidate = block(x_proj, 2, hidden).add(rh).tanh();
+    candidate = d.g(d.clipped(block(x_proj, 2, hidden).add(rh)));
   }
   d.h = keep.mul(candidate).add(z.mul(d.h));
 }
@@ -118,10 +207,20 @@ void run_recurrent(RunContext& c) {
                                     w.shape().to_string(), r.shape().to_string(), gates(C), hidden));
   const bool linear_before_reset = c.node.i("linear_before_reset", 0) != 0;
   const NDArray mask = step_mask(c, steps, batch);
+  const int per_direction = C == Cell::rnn ? 1 : C == Cell::gru ? 2 : 3;
+  const std::vector<Activation> acts = activations_of(c.node, per_direction, dirs);
+  if (std::int64_t(acts.size()) != per_direction * dirs)
+    throw InvalidArgument(fmt::format("onnx: {}: {} activations for {} directions of {} each", c.node.label(),
+                                      acts.size(), dirs, per_direction));
   NDList ys, hs, cs;
   for (std::int64_t k = 0; k < dirs; ++k) {
     Direction d;
     d.w = pick(w, k), d.r = pick(r, k);
+    const auto* first = &acts[std::size_t(k * per_direction)];
+    d.f = first[0];
+    if (per_direction > 1) d.g = first[1];
+    if (per_direction > 2) d.h_act = first[2];
+    d.clip = c.node.has("clip") ? double(c.node.f("clip", 0.0f)) : 0.0;
     if (c.has(3)) {
       NDArray b = pick(c.in(3), k).reshape(Shape{1, 2 * g});
       d.wb = block(b, 0, g), d.rb = block(b, 1, g);
@@ -171,8 +270,10 @@ void run_recurrent(RunContext& c) {
 
 std::string recurrent_check(const CheckContext& c) {
   if (std::string why = floats_only(c); !why.empty()) return why;
-  if (c.node.has("activations")) return "activations other than the defaults are not supported";
-  if (c.node.has("clip")) return "clip is not supported";
+  if (const auto* a = c.node.find("activations"))
+    for (const auto& name : a->strings())
+      if (!activation_spec(name)) return fmt::format("activation '{}' is not one ONNX's RNNs define", name);
+  if (c.node.has("clip") && !(c.node.f("clip", 0.0f) > 0.0f)) return "clip must be positive";
   if (c.node.i("input_forget", 0) != 0) return "input_forget is not supported";
   const std::string direction = c.node.s("direction", "forward");
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional")

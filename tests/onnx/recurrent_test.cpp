@@ -5,6 +5,7 @@
 // where only the output gate's peephole counts).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <ndgc/ndgc.hpp>
@@ -123,6 +124,103 @@ TEST_CASE("onnx LSTM with peepholes: three steps from a non-zero cell against a 
     CHECK(got_h[k] == doctest::Approx(h[k]).epsilon(1e-5));
     CHECK(got_c[k] == doctest::Approx(c[k]).epsilon(1e-5));
   }
+}
+
+TEST_CASE("onnx RNN, GRU and LSTM with their activations attribute and clip, against direct loops") {
+  // One entry, input size 1, hidden size 2, three steps, no biases, a zero
+  // initial state; W [gates·2, 1], R [gates·2, 2].
+  const std::int64_t steps = 3, hidden = 2;
+  const std::vector<float> xs{0.9f, -1.7f, 0.6f};
+  auto hard_sigmoid = [](double v) { return std::clamp(0.3 * v + 0.4, 0.0, 1.0); };
+  auto softsign = [](double v) { return v / (1 + std::abs(v)); };
+  auto affine = [](double v) { return 0.5 * v + 0.1; };
+  auto leaky = [](double v) { return v < 0 ? 0.2 * v : v; };
+  const double clip = 0.7;
+  auto clipped = [&](double v) { return std::clamp(v, -clip, clip); };
+  struct Case {
+    std::string op;
+    std::vector<std::string> activations;
+    std::vector<float> alphas, betas;
+  };
+  for (const Case& k : {Case{"RNN", {"LeakyRelu"}, {0.2f}, {}},
+                        Case{"GRU", {"HardSigmoid", "Softsign"}, {0.3f}, {0.4f}},
+                        Case{"LSTM", {"hardsigmoid", "Softsign", "Affine"}, {0.3f, 0.5f}, {0.4f, 0.1f}}}) {
+    CAPTURE(k.op);
+    const std::int64_t gates = k.op == "LSTM" ? 4 : k.op == "GRU" ? 3 : 1;
+    const std::vector<float> w = ramp(std::size_t(gates * hidden), 0.7f, 0.1f);
+    const std::vector<float> r = ramp(std::size_t(gates * hidden * hidden), 0.3f, 0.5f);
+    test::TempFolder dir("activations");
+    GraphBuilder g(14);
+    g.input("x", {steps, 1, 1}).output("y_h", {1, 1, hidden});
+    g.floats("w", {1, gates * hidden, 1}, w).floats("r", {1, gates * hidden, hidden}, r);
+    auto& n = g.node(k.op, {"x", "w", "r"}, {"", "y_h"}, "cell");
+    GraphBuilder::attr(n, "hidden_size", hidden);
+    auto* a = n.add_attribute();
+    a->set_name("activations");
+    a->set_type(::onnx::AttributeProto::STRINGS);
+    for (const auto& name : k.activations) a->add_strings(name);
+    for (const auto& [attr, values] : {std::pair{"activation_alpha", k.alphas}, std::pair{"activation_beta", k.betas}}) {
+      if (values.empty()) continue;
+      auto* f = n.add_attribute();
+      f->set_name(attr);
+      f->set_type(::onnx::AttributeProto::FLOATS);
+      for (float v : values) f->add_floats(v);
+    }
+    GraphBuilder::attr_f(n, "clip", float(clip));
+    onnx::Imported net = onnx::load(g.write(dir / "cell.onnx"), "cell");
+    NDManager m = NDManager::new_base_manager("batch");
+    const NDList out = net.model.block().forward(NDList{m.create<float>(xs, Shape{steps, 1, 1})}, false);
+
+    std::vector<double> h(2, 0.0), c(2, 0.0);
+    auto pre = [&](std::int64_t gate, std::int64_t u, double x, const std::vector<double>& state) {
+      const std::int64_t row = gate * hidden + u;
+      double v = w[std::size_t(row)] * x;
+      for (std::int64_t j = 0; j < hidden; ++j) v += r[std::size_t(row * hidden + j)] * state[std::size_t(j)];
+      return v;
+    };
+    for (std::int64_t t = 0; t < steps; ++t) {
+      const double x = xs[std::size_t(t)];
+      std::vector<double> next(2);
+      if (k.op == "RNN") {
+        for (std::int64_t u = 0; u < hidden; ++u) next[std::size_t(u)] = leaky(clipped(pre(0, u, x, h)));
+      } else if (k.op == "GRU") {  // gates z, r, h
+        std::vector<double> reset_h(2);
+        for (std::int64_t u = 0; u < hidden; ++u)
+          reset_h[std::size_t(u)] = hard_sigmoid(clipped(pre(1, u, x, h))) * h[std::size_t(u)];
+        for (std::int64_t u = 0; u < hidden; ++u) {
+          const double z = hard_sigmoid(clipped(pre(0, u, x, h)));
+          const double candidate = softsign(clipped(pre(2, u, x, reset_h)));
+          next[std::size_t(u)] = (1 - z) * candidate + z * h[std::size_t(u)];
+        }
+      } else {  // gates i, o, f, c
+        for (std::int64_t u = 0; u < hidden; ++u) {
+          const double i = hard_sigmoid(clipped(pre(0, u, x, h))), f = hard_sigmoid(clipped(pre(2, u, x, h)));
+          const double o = hard_sigmoid(clipped(pre(1, u, x, h)));
+          c[std::size_t(u)] = f * c[std::size_t(u)] + i * softsign(clipped(pre(3, u, x, h)));
+          next[std::size_t(u)] = o * affine(c[std::size_t(u)]);
+        }
+      }
+      h = next;
+    }
+    const auto got = out[0].to_vector<float>();
+    for (std::size_t u = 0; u < 2; ++u) CHECK(got[u] == doctest::Approx(h[u]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("onnx RNN: an activation ONNX does not define is refused at load, naming it") {
+  test::TempFolder dir("bad_activation");
+  GraphBuilder g(14);
+  g.input("x", {2, 1, 1}).output("y_h", {1, 1, 2});
+  g.floats("w", {1, 2, 1}, {1, 1}).floats("r", {1, 2, 2}, {0, 0, 0, 0});
+  auto& n = g.node("RNN", {"x", "w", "r"}, {"", "y_h"}, "cell");
+  GraphBuilder::attr(n, "hidden_size", std::int64_t{2});
+  auto* a = n.add_attribute();
+  a->set_name("activations");
+  a->set_type(::onnx::AttributeProto::STRINGS);
+  a->add_strings("Swish");
+  CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "swish.onnx"), "swish"),
+                       doctest::Contains("RNN 'cell': activation 'Swish' is not one ONNX's RNNs define"),
+                       InvalidArgument);
 }
 
 }  // namespace ndgc
