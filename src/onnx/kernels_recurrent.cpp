@@ -12,7 +12,8 @@
 //
 // `activations` (f, g, h per direction, any of ONNX's eleven, with
 // activation_alpha and activation_beta consumed in order) replace sigmoid
-// and tanh; `clip` bounds every activation's input to [-clip, clip].
+// and tanh; `clip` bounds every activation's input to [-clip, clip]; LSTM's
+// `input_forget` couples the gates, f = 1 - i.
 //
 // sequence_lens [B]: entry b runs its first len_b steps. A step past them
 // leaves b's state as it was and writes zeros to Y, so Y_h is b's state after
@@ -125,6 +126,7 @@ struct Direction {
   NDArray h, c;          // [B, H]
   Activation f{"Sigmoid"}, g{"Tanh"}, h_act{"Tanh"};  // RNN: f only
   double clip = 0;                                    // > 0: pre-activations clipped to [-clip, clip]
+  bool input_forget = false;                          // LSTM: the forget gate is 1 - the input gate
 
   NDArray clipped(const NDArray& x) const { return clip > 0 ? x.maximum(-clip).minimum(clip) : x; }
 };
@@ -143,7 +145,7 @@ void step(Cell cell, Direction& d, const NDArray& x_proj, std::int64_t hidden, b
     if (d.rb.defined()) g = g.add(d.rb);
     NDArray i_pre = block(g, 0, hidden), o_pre = block(g, 1, hidden), f_pre = block(g, 2, hidden);
     if (d.p_i.defined()) i_pre = i_pre.add(d.p_i.mul(d.c)), f_pre = f_pre.add(d.p_f.mul(d.c));
-    const NDArray i = d.f(d.clipped(i_pre)), f = d.f(d.clipped(f_pre));
+    const NDArray i = d.f(d.clipped(i_pre)), f = d.input_forget ? i.rsub(1.0) : d.f(d.clipped(f_pre));
     const NDArray candidate = d.g(d.clipped(block(g, 3, hidden)));
     d.c = f.mul(d.c).add(i.mul(candidate));
     if (d.p_o.defined()) o_pre = o_pre.add(d.p_o.mul(d.c));
@@ -221,6 +223,7 @@ void run_recurrent(RunContext& c) {
     if (per_direction > 1) d.g = first[1];
     if (per_direction > 2) d.h_act = first[2];
     d.clip = c.node.has("clip") ? double(c.node.f("clip", 0.0f)) : 0.0;
+    d.input_forget = c.node.i("input_forget", 0) != 0;
     if (c.has(3)) {
       NDArray b = pick(c.in(3), k).reshape(Shape{1, 2 * g});
       d.wb = block(b, 0, g), d.rb = block(b, 1, g);
@@ -274,7 +277,6 @@ std::string recurrent_check(const CheckContext& c) {
     for (const auto& name : a->strings())
       if (!activation_spec(name)) return fmt::format("activation '{}' is not one ONNX's RNNs define", name);
   if (c.node.has("clip") && !(c.node.f("clip", 0.0f) > 0.0f)) return "clip must be positive";
-  if (c.node.i("input_forget", 0) != 0) return "input_forget is not supported";
   const std::string direction = c.node.s("direction", "forward");
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
     return fmt::format("direction '{}' is not an ONNX value", direction);

@@ -144,17 +144,21 @@ TEST_CASE("onnx RNN, GRU and LSTM with their activations attribute and clip, aga
   };
   for (const Case& k : {Case{"RNN", {"LeakyRelu"}, {0.2f}, {}},
                         Case{"GRU", {"HardSigmoid", "Softsign"}, {0.3f}, {0.4f}},
-                        Case{"LSTM", {"hardsigmoid", "Softsign", "Affine"}, {0.3f, 0.5f}, {0.4f, 0.1f}}}) {
+                        Case{"LSTM", {"hardsigmoid", "Softsign", "Affine"}, {0.3f, 0.5f}, {0.4f, 0.1f}},
+                        Case{"LSTM coupled", {"hardsigmoid", "Softsign", "Affine"}, {0.3f, 0.5f}, {0.4f, 0.1f}}}) {
+    const bool coupled = k.op == "LSTM coupled";  // input_forget 1: f = 1 - i
+    const std::string op = coupled ? "LSTM" : k.op;
     CAPTURE(k.op);
-    const std::int64_t gates = k.op == "LSTM" ? 4 : k.op == "GRU" ? 3 : 1;
+    const std::int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
     const std::vector<float> w = ramp(std::size_t(gates * hidden), 0.7f, 0.1f);
     const std::vector<float> r = ramp(std::size_t(gates * hidden * hidden), 0.3f, 0.5f);
     test::TempFolder dir("activations");
     GraphBuilder g(14);
     g.input("x", {steps, 1, 1}).output("y_h", {1, 1, hidden});
     g.floats("w", {1, gates * hidden, 1}, w).floats("r", {1, gates * hidden, hidden}, r);
-    auto& n = g.node(k.op, {"x", "w", "r"}, {"", "y_h"}, "cell");
+    auto& n = g.node(op, {"x", "w", "r"}, {"", "y_h"}, "cell");
     GraphBuilder::attr(n, "hidden_size", hidden);
+    if (coupled) GraphBuilder::attr(n, "input_forget", std::int64_t{1});
     auto* a = n.add_attribute();
     a->set_name("activations");
     a->set_type(::onnx::AttributeProto::STRINGS);
@@ -181,9 +185,9 @@ TEST_CASE("onnx RNN, GRU and LSTM with their activations attribute and clip, aga
     for (std::int64_t t = 0; t < steps; ++t) {
       const double x = xs[std::size_t(t)];
       std::vector<double> next(2);
-      if (k.op == "RNN") {
+      if (op == "RNN") {
         for (std::int64_t u = 0; u < hidden; ++u) next[std::size_t(u)] = leaky(clipped(pre(0, u, x, h)));
-      } else if (k.op == "GRU") {  // gates z, r, h
+      } else if (op == "GRU") {  // gates z, r, h
         std::vector<double> reset_h(2);
         for (std::int64_t u = 0; u < hidden; ++u)
           reset_h[std::size_t(u)] = hard_sigmoid(clipped(pre(1, u, x, h))) * h[std::size_t(u)];
@@ -194,7 +198,8 @@ TEST_CASE("onnx RNN, GRU and LSTM with their activations attribute and clip, aga
         }
       } else {  // gates i, o, f, c
         for (std::int64_t u = 0; u < hidden; ++u) {
-          const double i = hard_sigmoid(clipped(pre(0, u, x, h))), f = hard_sigmoid(clipped(pre(2, u, x, h)));
+          const double i = hard_sigmoid(clipped(pre(0, u, x, h)));
+          const double f = coupled ? 1 - i : hard_sigmoid(clipped(pre(2, u, x, h)));
           const double o = hard_sigmoid(clipped(pre(1, u, x, h)));
           c[std::size_t(u)] = f * c[std::size_t(u)] + i * softsign(clipped(pre(3, u, x, h)));
           next[std::size_t(u)] = o * affine(c[std::size_t(u)]);
