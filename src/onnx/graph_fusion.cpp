@@ -24,6 +24,16 @@
 namespace ndgc::onnx::detail {
 namespace {
 
+// The one element of `t`, stored as T in its typed field or its raw bytes.
+template <class T, class Field>
+std::optional<double> only_element(const ::onnx::TensorProto& t, const Field& typed) {
+  if (typed.size() == 1) return double(typed.Get(0));
+  if (t.raw_data().size() != sizeof(T)) return std::nullopt;
+  T v;
+  std::memcpy(&v, t.raw_data().data(), sizeof v);
+  return double(v);
+}
+
 // A scalar floating constant's value, if `name` is one.
 std::optional<double> constant_scalar(const Constants& constants, const std::string& name) {
   auto it = constants.find(name);
@@ -32,20 +42,8 @@ std::optional<double> constant_scalar(const Constants& constants, const std::str
   std::int64_t elements = 1;
   for (auto d : t.dims()) elements *= d;
   if (elements != 1 || (t.has_data_location() && t.data_location() == ::onnx::TensorProto::EXTERNAL)) return std::nullopt;
-  if (t.data_type() == ::onnx::TensorProto::FLOAT) {
-    if (t.float_data_size() == 1) return t.float_data(0);
-    if (t.raw_data().size() != sizeof(float)) return std::nullopt;
-    float v;
-    std::memcpy(&v, t.raw_data().data(), sizeof v);
-    return v;
-  }
-  if (t.data_type() == ::onnx::TensorProto::DOUBLE) {
-    if (t.double_data_size() == 1) return t.double_data(0);
-    if (t.raw_data().size() != sizeof(double)) return std::nullopt;
-    double v;
-    std::memcpy(&v, t.raw_data().data(), sizeof v);
-    return v;
-  }
+  if (t.data_type() == ::onnx::TensorProto::FLOAT) return only_element<float>(t, t.float_data());
+  if (t.data_type() == ::onnx::TensorProto::DOUBLE) return only_element<double>(t, t.double_data());
   return std::nullopt;
 }
 
