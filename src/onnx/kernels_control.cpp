@@ -20,6 +20,10 @@ NDArray boolean_scalar(const RunContext& c, bool value) {
   return c.manager.full(Shape{}, value ? 1.0 : 0.0, DataType::boolean);
 }
 
+// Whether the node's formal input k is given (the run's inputs go on with
+// the subgraphs' captured values, which RunContext::has would also see).
+bool given(const RunContext& c, std::size_t k) { return c.node.input_given(k) && c.has(k); }
+
 bool read_condition(const RunContext& c, const NDArray& condition, const char* what) {
   if (condition.size() != 1)
     throw ShapeMismatch(fmt::format("onnx: {}: {} has {} elements, not one", c.node.label(), what, condition.size()));
@@ -43,12 +47,12 @@ NDArray stacked(const RunContext& c, const NDList& parts, const ValueInfo& decla
 // Loop: inputs M (trip count), cond, then the carried values; the body takes
 // (iteration, cond, carried...) and gives (cond, carried..., scan outputs...).
 void run_loop(RunContext& c) {
-  const std::size_t carried = c.node.input_count() - 2;
-  if (c.has(0) && c.in(0).size() != 1)
+  const std::size_t carried = c.node.input_count() > 2 ? c.node.input_count() - 2 : 0;
+  if (given(c, 0) && c.in(0).size() != 1)
     throw ShapeMismatch(fmt::format("onnx: {}: the trip count M has {} elements, not one", c.node.label(),
                                     c.in(0).size()));
-  const std::int64_t trips = c.has(0) ? read_ints(c.in(0))[0] : std::numeric_limits<std::int64_t>::max();
-  bool going = c.has(1) ? read_condition(c, c.in(1), "cond") : true;
+  const std::int64_t trips = given(c, 0) ? read_ints(c.in(0))[0] : std::numeric_limits<std::int64_t>::max();
+  bool going = given(c, 1) ? read_condition(c, c.in(1), "cond") : true;
   NDList state;
   for (std::size_t k = 0; k < carried; ++k) state.push_back(c.in(2 + k));
   const auto& body_outputs = c.subgraphs[0].block->graph_outputs();

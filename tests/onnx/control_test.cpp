@@ -187,4 +187,24 @@ TEST_CASE("onnx Loop: a trip count of two elements, and If: a condition of two, 
                        doctest::Contains("If 'choose': the condition has 2 elements"), ShapeMismatch);
 }
 
+TEST_CASE("onnx Loop: with only a trip count, no condition or carried value, a body reading the outer graph") {
+  // The subgraph's captured values follow the node's own inputs in a run;
+  // the omitted condition must not be taken for one of them.
+  test::TempFolder dir("loop_trips_only");
+  GraphBuilder body(13);
+  body.input("i", {}, kInt64).input("cond_in", {}, kBool);
+  body.output("cond_out", {}, kBool).output("copy", {3});
+  body.node("Identity", {"cond_in"}, {"cond_out"});
+  body.node("Identity", {"x"}, {"copy"});  // x: the outer graph's input
+  GraphBuilder g(13);
+  g.input("x", {3}).output("copies", {2, 3});
+  g.ints("trips", {}, {2});
+  GraphBuilder::attr_g(g.node("Loop", {"trips", ""}, {"copies"}, "twice"), "body", body);
+  onnx::Imported net = onnx::load(g.write(dir / "loop.onnx"), "loop");
+  NDManager batch = NDManager::new_base_manager("batch");
+  const NDArray out = net.model.block().forward(NDList{batch.create<float>({1, 2, 3}, Shape{3})}, false).head();
+  CHECK(out.shape() == Shape{2, 3});
+  CHECK(out.to_vector<float>() == std::vector<float>{1, 2, 3, 1, 2, 3});
+}
+
 }  // namespace ndgc
