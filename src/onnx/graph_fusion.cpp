@@ -10,10 +10,10 @@
 // eight intermediates for a backward pass to keep. The planner finds the
 // chain (each intermediate read only inside it and no graph output, the
 // reductions over the last axis only with keepdims, the exponent 2 and ε
-// scalars of Constant nodes, which never train, γ and β of one axis) and
-// puts one
-// LayerNormalization step in its place, ndgc's layer_norm: one pass, one
-// recorded op, its own gradient. The result is the same maths, rounded in
+// float32 or float64 scalars of Constant nodes, which never train (so a
+// 16-bit chain, whose ε is 16-bit, keeps its own ops), γ and β of one axis)
+// and puts one LayerNormalization step in its place, ndgc's layer_norm: one
+// pass, one recorded op, its own gradient. The result is the same maths, rounded in
 // another order (within ONNX's tolerances: the conformance cases and the
 // TransformerEncoder's outputs and gradients against PyTorch's check it).
 // ONNX Runtime fuses the same chain (its LayerNormFusion).
