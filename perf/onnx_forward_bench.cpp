@@ -1,7 +1,7 @@
 // ONNX forward passes: ndgc running the graph against LibTorch running the
 // same model traced by PyTorch (issue 39, item 7). The models come from
 //   /usr/bin/python3 tests/onnx/export_models.py --perf DIR
-// (resnet18 at 224x224 and a TransformerEncoder, as NAME.onnx and NAME.pt);
+// (resnet18 at 224x224, a TransformerEncoder and a small 3-D CNN, as NAME.onnx and NAME.pt);
 // NDGC_ONNX_PERF_DIR names DIR (default /tmp/ndgc-onnx-perf). Arguments:
 // batch, threads. ndgc runs with auto-close on, each pass in a manager of its
 // own; its counter peak_MiB is the pass's peak host bytes above the input.
@@ -32,6 +32,7 @@ std::filesystem::path model_dir() {
 // One sample's shape of each model.
 std::vector<std::int64_t> sample_shape(const std::string& name) {
   if (name == "resnet18") return {3, 224, 224};
+  if (name == "volume") return {4, 16, 32, 32};  // a 3-D CNN: 4 channels of 16x32x32
   return {64, 128};  // transformer: 64 tokens of 128 features
 }
 
@@ -94,8 +95,10 @@ void arguments(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(ndgc_forward, resnet18, std::string("resnet18"))->Apply(arguments);
 BENCHMARK_CAPTURE(ndgc_forward, transformer, std::string("transformer"))->Apply(arguments);
+BENCHMARK_CAPTURE(ndgc_forward, volume, std::string("volume"))->Apply(arguments);
 #if NDGC_HAVE_TORCH
 BENCHMARK_CAPTURE(torch_forward, resnet18, std::string("resnet18"))->Apply(arguments);
 BENCHMARK_CAPTURE(torch_forward, transformer, std::string("transformer"))->Apply(arguments);
+BENCHMARK_CAPTURE(torch_forward, volume, std::string("volume"))->Apply(arguments);
 #endif
 BENCHMARK_MAIN();

@@ -39,16 +39,17 @@ NDArray over_depth(const NDArray& x, DepthTaps depth, Combine combine) {
 NDArray conv_by_depth_slices(const NDArray& x, const NDArray& weight, const NDArray& bias, DepthTaps depth,
                              Pair stride, Pair padding, Pair dilation, std::int64_t groups) {
   NDGC_ASSERT(x.rank() == 5 && weight.rank() == 5, "a volume and its kernel have five axes");
-  const Shape xs = x.shape();
+  const Shape xs = x.shape(), ws = weight.shape();
   const std::int64_t n = xs[0], channels = xs[1], out = depth_out(xs[2], depth);
   const NDArray slices = x.permute({0, 2, 1, 3, 4});  // [N, D, C, H, W]: a tap's slices are images
-  NDArray y;
-  for (std::int64_t k = 0; k < depth.kernel; ++k) {
-    const NDArray images = tap(slices, 1, k, depth, out).reshape(Shape{n * out, channels, xs[3], xs[4]});
-    const NDArray plane = weight.get(NDIndex().add_all().add_all().add_index(k));
-    const NDArray part = conv2d(images, plane, k == 0 ? bias : NDArray{}, stride, padding, dilation, groups);
-    y = k == 0 ? part : y.add(part);
-  }
+  NDList taps;
+  for (std::int64_t k = 0; k < depth.kernel; ++k) taps.push_back(tap(slices, 1, k, depth, out));
+  // [N, D', C, kD, H, W] as N·D' images of C·kD channels, channel c·kD + k
+  // tap k of channel c: the kernel [O, C/G, kD, kH, kW] read as [O, C/G·kD,
+  // kH, kW] has the same order, and each group's channels stay together.
+  const NDArray images = stack(taps, 3).reshape(Shape{n * out, channels * depth.kernel, xs[3], xs[4]});
+  const NDArray planes = weight.reshape(Shape{ws[0], ws[1] * ws[2], ws[3], ws[4]});
+  const NDArray y = conv2d(images, planes, bias, stride, padding, dilation, groups);
   const Shape ys = y.shape();
   return y.reshape(Shape{n, out, ys[1], ys[2], ys[3]}).permute({0, 2, 1, 3, 4});
 }

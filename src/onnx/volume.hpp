@@ -5,17 +5,19 @@
 // ndgc's window ops (conv2d, the pools) run over two spatial axes. A 3-D
 // window runs as those over the last two, with the first, depth, taken in
 // slices:
-//   - a convolution is the sum over the kernel's depth taps k of 2-D
-//     convolutions: tap k convolves the input's depth slices k·d, k·d + s,
-//     ... (stacked into the batch, N·D_out images) with the kernel's k-th
-//     depth plane;
+//   - a convolution is one 2-D convolution of N·D_out images: output depth
+//     z's image holds, for each input channel c and depth tap k, the slice
+//     z·s + k·d as channel c·kD + k, and the kernel [O, C/G, kD, kH, kW] read
+//     as [O, C/G·kD, kH, kW] has its taps in that order (each group's
+//     channels stay together), so the 2-D product sums over channels and
+//     depth taps at once;
 //   - a pool's window is a box, and a max or a sum over a box is the max or
 //     sum over depth of the ones over each plane: the 2-D pool runs on the
 //     C·D planes of each image, then depth's windows combine its results.
 // Each step is an ndgc op (permute, strided slices, reshape, conv2d, the
-// pools, add, maximum), so the result has their gradients and device
-// kernels and keeps the same-bits rule. It costs a copy of the strided
-// slices per depth tap: a convolution reads its input k_D times.
+// pools, stack, maximum), so the result has their gradients and device
+// kernels and keeps the same-bits rule. It costs a copy of the input per
+// depth tap (the stacked images are k_D times the input).
 #pragma once
 
 #include <cstdint>

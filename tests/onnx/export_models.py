@@ -138,12 +138,26 @@ class PerfTransformer(nn.Module):
         return self.encoder(x)
 
 
+class PerfVolume(nn.Module):
+    """A small 3-D CNN over 16x32x32 volumes of 4 channels (video clips,
+    medical scans): two Conv3d + ReLU, a MaxPool3d and an AvgPool3d."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv3d(4, 16, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2),
+                                  nn.Conv3d(16, 32, 3, padding=1), nn.ReLU(), nn.AvgPool3d(2))
+
+    def forward(self, x):
+        return self.body(x)
+
+
 def export_perf(out):
-    """--perf: resnet18 (224x224, 1000 classes) and PerfTransformer as NAME.onnx
-    (for ndgc) and NAME.pt (traced, for LibTorch's torch::jit::load)."""
+    """--perf: resnet18 (224x224, 1000 classes), PerfTransformer and PerfVolume
+    as NAME.onnx (for ndgc) and NAME.pt (traced, for LibTorch's torch::jit::load)."""
     import torchvision.models as tv
     for name, make, shape in [("resnet18", tv.resnet18, (1, 3, 224, 224)),
-                              ("transformer", PerfTransformer, (1, 64, 128))]:
+                              ("transformer", PerfTransformer, (1, 64, 128)),
+                              ("volume", PerfVolume, (1, 4, 16, 32, 32))]:
         torch.manual_seed(0)
         model = make().eval()
         x = torch.randn(*shape)
