@@ -225,6 +225,7 @@ std::string GraphBlock::plan_subgraphs(Step& step, const std::unordered_map<std:
       return fmt::format("subgraph {}: {}", attribute, e.what());
     }
     entry.block = step.owned.back().get();
+    entry.outputs = entry.block->graph_outputs();
     step.subgraphs.push_back(std::move(entry));
   }
   return "";

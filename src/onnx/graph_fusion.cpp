@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "onnx/graph_block.hpp"
+#include "onnx/tensors.hpp"
 
 namespace ndgc::onnx::detail {
 namespace {
@@ -39,9 +40,9 @@ std::optional<double> constant_scalar(const Constants& constants, const std::str
   auto it = constants.find(name);
   if (it == constants.end()) return std::nullopt;
   const ::onnx::TensorProto& t = *it->second;
-  std::int64_t elements = 1;
-  for (auto d : t.dims()) elements *= d;
-  if (elements != 1 || (t.has_data_location() && t.data_location() == ::onnx::TensorProto::EXTERNAL)) return std::nullopt;
+  if (checked_element_count({t.dims().data(), std::size_t(t.dims().size())}) != 1 ||
+      (t.has_data_location() && t.data_location() == ::onnx::TensorProto::EXTERNAL))
+    return std::nullopt;
   if (t.data_type() == ::onnx::TensorProto::FLOAT) return only_element<float>(t, t.float_data());
   if (t.data_type() == ::onnx::TensorProto::DOUBLE) return only_element<double>(t, t.double_data());
   return std::nullopt;

@@ -17,6 +17,7 @@
 
 #include "ndgc/manager.hpp"
 #include "ndgc/ndlist.hpp"
+#include "ndgc/onnx.hpp"
 #include "onnx/node.hpp"
 
 namespace ndgc::onnx::detail {
@@ -42,6 +43,7 @@ class GraphBlock;
 struct Subgraph {
   GraphBlock* block = nullptr;
   std::vector<std::size_t> captured;  // the outer values it reads: indices into the node's run inputs
+  std::span<const ValueInfo> outputs;  // the subgraph's outputs, as its graph declares them
 };
 
 // What a run sees at forward.

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
-#include "onnx/graph_block.hpp"
 #include "onnx/kernel_support.hpp"
 
 namespace ndgc::onnx::detail {
@@ -55,7 +54,7 @@ void run_loop(RunContext& c) {
   bool going = given(c, 1) ? read_condition(c, c.in(1), "cond") : true;
   NDList state;
   for (std::size_t k = 0; k < carried; ++k) state.push_back(c.in(2 + k));
-  const auto& body_outputs = c.subgraphs[0].block->graph_outputs();
+  const std::span<const ValueInfo> body_outputs = c.subgraphs[0].outputs;
   if (body_outputs.size() < 1 + carried)
     throw InvalidArgument(fmt::format("onnx: {}: the body gives {} outputs for {} carried values", c.node.label(),
                                       body_outputs.size(), carried));
@@ -99,7 +98,7 @@ std::vector<std::int64_t> per_value(const Node& node, const char* attribute, std
 // (states..., a slice of each input...) and gives (states..., slices...).
 NDList scan(const RunContext& c, NDList states, const NDList& inputs, const std::vector<std::int64_t>& input_axes) {
   const std::size_t n = states.size();
-  const auto& body_outputs = c.subgraphs[0].block->graph_outputs();
+  const std::span<const ValueInfo> body_outputs = c.subgraphs[0].outputs;
   if (inputs.empty() || body_outputs.size() < n)
     throw InvalidArgument(fmt::format("onnx: {}: a scan needs a scanned input and a body giving its {} states",
                                       c.node.label(), n));

@@ -46,42 +46,55 @@ NDArray block(const NDArray& a, std::int64_t k, std::int64_t h) {
 // Element d of axis 0.
 NDArray pick(const NDArray& a, std::int64_t d) { return a.get(NDIndex().add_index(d)); }
 
-// One of the functions an RNN's `activations` attribute names, with its
-// alpha and beta (ONNX's defaults of the op of that name where not given).
-struct Activation {
-  std::string name = "Tanh";
-  double alpha = 0, beta = 0;
-
-  NDArray operator()(const NDArray& x) const {
-    if (name == "Sigmoid") return x.sigmoid();
-    if (name == "Tanh") return x.tanh();
-    if (name == "Relu") return x.relu();
-    if (name == "Affine") return x.mul(alpha).add(beta);
-    if (name == "LeakyRelu") return where(x.lt(0.0), x.mul(alpha), x);
-    if (name == "ThresholdedRelu") return where(x.gt(alpha), x, x.mul(0.0));
-    if (name == "ScaledTanh") return x.mul(beta).tanh().mul(alpha);
-    if (name == "HardSigmoid") return x.mul(alpha).add(beta).maximum(0.0).minimum(1.0);
-    if (name == "Elu") return where(x.gt(0.0), x, x.exp().sub(1.0).mul(alpha));
-    if (name == "Softsign") return x.div(x.abs().add(1.0));
-    NDGC_ASSERT(name == "Softplus", "the check admits only ONNX's RNN activations");
-    return x.exp().add(1.0).log();
-  }
+// The functions an RNN's `activations` attribute may name.
+enum class Function {
+  relu, tanh, sigmoid, affine, leaky_relu, thresholded_relu, scaled_tanh, hard_sigmoid, elu, softsign, softplus
 };
 
-// ONNX's names (case as the spec writes them), with whether each takes
-// alpha and beta and their defaults.
+// ONNX's names for them (case as the spec writes them), with whether each
+// takes alpha and beta and their defaults (those of the op of that name).
 struct ActivationSpec {
   const char* name;
+  Function function;
   bool alpha, beta;
   double default_alpha, default_beta;
 };
 constexpr ActivationSpec kActivations[] = {
-    {"Relu", false, false, 0, 0},           {"Tanh", false, false, 0, 0},
-    {"Sigmoid", false, false, 0, 0},        {"Affine", true, true, 1.0, 0.0},
-    {"LeakyRelu", true, false, 0.01, 0},    {"ThresholdedRelu", true, false, 1.0, 0},
-    {"ScaledTanh", true, true, 1.0, 1.0},   {"HardSigmoid", true, true, 0.2, 0.5},
-    {"Elu", true, false, 1.0, 0},           {"Softsign", false, false, 0, 0},
-    {"Softplus", false, false, 0, 0}};
+    {"Relu", Function::relu, false, false, 0, 0},
+    {"Tanh", Function::tanh, false, false, 0, 0},
+    {"Sigmoid", Function::sigmoid, false, false, 0, 0},
+    {"Affine", Function::affine, true, true, 1.0, 0.0},
+    {"LeakyRelu", Function::leaky_relu, true, false, 0.01, 0},
+    {"ThresholdedRelu", Function::thresholded_relu, true, false, 1.0, 0},
+    {"ScaledTanh", Function::scaled_tanh, true, true, 1.0, 1.0},
+    {"HardSigmoid", Function::hard_sigmoid, true, true, 0.2, 0.5},
+    {"Elu", Function::elu, true, false, 1.0, 0},
+    {"Softsign", Function::softsign, false, false, 0, 0},
+    {"Softplus", Function::softplus, false, false, 0, 0}};
+
+// One activation of a cell, with its alpha and beta.
+struct Activation {
+  Function function = Function::tanh;
+  double alpha = 0, beta = 0;
+
+  NDArray operator()(const NDArray& x) const {
+    switch (function) {
+      case Function::relu: return x.relu();
+      case Function::tanh: return x.tanh();
+      case Function::sigmoid: return x.sigmoid();
+      case Function::affine: return x.mul(alpha).add(beta);
+      case Function::leaky_relu: return where(x.lt(0.0), x.mul(alpha), x);
+      case Function::thresholded_relu: return where(x.gt(alpha), x, x.mul(0.0));
+      case Function::scaled_tanh: return x.mul(beta).tanh().mul(alpha);
+      case Function::hard_sigmoid: return x.mul(alpha).add(beta).maximum(0.0).minimum(1.0);
+      case Function::elu: return where(x.gt(0.0), x, x.exp().sub(1.0).mul(alpha));
+      case Function::softsign: return x.div(x.abs().add(1.0));
+      case Function::softplus: return x.exp().add(1.0).log();
+    }
+    NDGC_ASSERT(false, "every Function has a case");
+    return x;
+  }
+};
 
 // By name, in any case (as ONNX Runtime reads them).
 const ActivationSpec* activation_spec(const std::string& name) {
@@ -92,9 +105,10 @@ const ActivationSpec* activation_spec(const std::string& name) {
   return nullptr;
 }
 
-// The cell's activations, per direction (gates(cell) - (LSTM: 0) of them:
-// RNN f; GRU f, g; LSTM f, g, h), from the attributes or the defaults;
-// alphas and betas are consumed in order by the functions that take them.
+// The cell's activations, `per_direction` of them for each direction (RNN
+// f; GRU f, g; LSTM f, g, h), from the attribute (its count checked at load)
+// or the defaults; alphas and betas are consumed in order by the functions
+// that take them.
 std::vector<Activation> activations_of(const Node& node, int per_direction, std::int64_t directions) {
   std::vector<std::string> names;
   if (const auto* a = node.find("activations"))
@@ -112,7 +126,7 @@ std::vector<Activation> activations_of(const Node& node, int per_direction, std:
   for (const std::string& name : names) {
     const ActivationSpec* spec = activation_spec(name);
     NDGC_ASSERT(spec, "the check admits only ONNX's RNN activations");
-    Activation a{spec->name, spec->default_alpha, spec->default_beta};
+    Activation a{spec->function, spec->default_alpha, spec->default_beta};
     if (spec->alpha && next_alpha < alphas.size()) a.alpha = alphas[next_alpha++];
     if (spec->beta && next_beta < betas.size()) a.beta = betas[next_beta++];
     out.push_back(a);
@@ -120,11 +134,14 @@ std::vector<Activation> activations_of(const Node& node, int per_direction, std:
   return out;
 }
 
+// f (RNN); f, g (GRU); f, g, h (LSTM).
+int activations_per_direction(const std::string& op_type) { return op_type == "RNN" ? 1 : op_type == "GRU" ? 2 : 3; }
+
 struct Direction {
   NDArray w, r, wb, rb;  // [G·H, I], [G·H, H], [G·H] each (biases may be empty)
   NDArray p_i, p_o, p_f;  // LSTM's peepholes, [H] each (empty without P)
   NDArray h, c;          // [B, H]
-  Activation f{"Sigmoid"}, g{"Tanh"}, h_act{"Tanh"};  // RNN: f only
+  Activation f{Function::sigmoid}, g, h_act;  // RNN: f only; g and h tanh by default
   double clip = 0;                                    // > 0: pre-activations clipped to [-clip, clip]
   bool input_forget = false;                          // LSTM: the forget gate is 1 - the input gate
 
@@ -159,7 +176,7 @@ void step(Cell cell, Direction& d, const NDArray& x_proj, std::int64_t hidden, b
   // 1 - z as sigmoid(-a) for the default f: where z rounds to 1, 1 - z
   // would be 0 and lose the ~1e-7 that the state keeps.
   const NDArray z_pre = d.clipped(block(x_proj, 0, hidden).add(block(hr, 0, hidden)));
-  const NDArray z = d.f(z_pre), keep = d.f.name == "Sigmoid" ? z_pre.neg().sigmoid() : z.rsub(1.0);
+  const NDArray z = d.f(z_pre), keep = d.f.function == Function::sigmoid ? z_pre.neg().sigmoid() : z.rsub(1.0);
   const NDArray reset = d.f(d.clipped(block(x_proj, 1, hidden).add(block(hr, 1, hidden))));
   NDArray candidate;
   if (linear_before_reset) {
@@ -209,11 +226,11 @@ void run_recurrent(RunContext& c) {
                                     w.shape().to_string(), r.shape().to_string(), gates(C), hidden));
   const bool linear_before_reset = c.node.i("linear_before_reset", 0) != 0;
   const NDArray mask = step_mask(c, steps, batch);
-  const int per_direction = C == Cell::rnn ? 1 : C == Cell::gru ? 2 : 3;
+  const int per_direction = activations_per_direction(c.node.op_type());
   const std::vector<Activation> acts = activations_of(c.node, per_direction, dirs);
-  if (std::int64_t(acts.size()) != per_direction * dirs)
-    throw InvalidArgument(fmt::format("onnx: {}: {} activations for {} directions of {} each", c.node.label(),
-                                      acts.size(), dirs, per_direction));
+  if (std::int64_t(acts.size()) != per_direction * dirs)  // W's directions against the attribute's
+    throw ShapeMismatch(fmt::format("onnx: {}: W holds {} directions; the activations are for {}", c.node.label(),
+                                    dirs, acts.size() / std::size_t(per_direction)));
   NDList ys, hs, cs;
   for (std::int64_t k = 0; k < dirs; ++k) {
     Direction d;
@@ -273,11 +290,15 @@ void run_recurrent(RunContext& c) {
 
 std::string recurrent_check(const CheckContext& c) {
   if (std::string why = floats_only(c); !why.empty()) return why;
-  if (const auto* a = c.node.find("activations"))
+  const std::string direction = c.node.s("direction", "forward");
+  if (const auto* a = c.node.find("activations")) {
     for (const auto& name : a->strings())
       if (!activation_spec(name)) return fmt::format("activation '{}' is not one ONNX's RNNs define", name);
+    const int want = activations_per_direction(c.node.op_type()) * (direction == "bidirectional" ? 2 : 1);
+    if (a->strings_size() != want)
+      return fmt::format("{} activations where its direction '{}' takes {}", a->strings_size(), direction, want);
+  }
   if (c.node.has("clip") && !(c.node.f("clip", 0.0f) > 0.0f)) return "clip must be positive";
-  const std::string direction = c.node.s("direction", "forward");
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
     return fmt::format("direction '{}' is not an ONNX value", direction);
   return "";

@@ -23,6 +23,7 @@
 
 #include "ndgc/error.hpp"
 #include "onnx/kernel_support.hpp"
+#include "onnx/tensors.hpp"
 
 namespace ndgc::onnx::detail {
 namespace {
@@ -253,11 +254,11 @@ void run_max_unpool(RunContext& c) {
     throw ShapeMismatch(fmt::format("onnx: {}: indices {} and input {} differ", c.node.label(),
                                     c.in(1).shape().to_string(), x.shape().to_string()));
   const Shape out = unpooled_shape(c, x.shape());
-  std::int64_t total = 1;
-  for (std::int64_t d : out)
-    if (d < 0 || __builtin_mul_overflow(total, d, &total) || total > (std::int64_t(1) << 40))
-      throw ShapeMismatch(fmt::format("onnx: {}: the output {} has a negative dimension or too many elements",
-                                      c.node.label(), out.to_string()));
+  const std::optional<std::int64_t> out_count = checked_element_count({out.begin(), out.end()});
+  if (!out_count)
+    throw ShapeMismatch(fmt::format("onnx: {}: the output {} has a negative dimension or too many elements",
+                                    c.node.label(), out.to_string()));
+  const std::int64_t total = *out_count;
   if (out[0] != x.shape()[0] || out[1] != x.shape()[1])
     throw ShapeMismatch(fmt::format("onnx: {}: the output {} must keep the input's batch and channels {}",
                                     c.node.label(), out.to_string(), x.shape().to_string()));

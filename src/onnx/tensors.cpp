@@ -21,13 +21,11 @@ using P = ::onnx::TensorProto;
 
 // The element count of `tensor`'s dims, checked.
 std::size_t element_count(const P& tensor, const std::string& label) {
-  std::uint64_t count = 1;
-  for (std::int64_t d : tensor.dims()) {
+  for (std::int64_t d : tensor.dims())
     if (d < 0) bad_data(label, tensor, fmt::format("dimension {} is negative", d));
-    if (__builtin_mul_overflow(count, static_cast<std::uint64_t>(d), &count) || count > (std::uint64_t{1} << 40))
-      bad_data(label, tensor, fmt::format("its dims {} hold more than 2^40 elements", fmt::join(tensor.dims(), "x")));
-  }
-  return static_cast<std::size_t>(count);
+  const auto count = checked_element_count({tensor.dims().data(), std::size_t(tensor.dims().size())});
+  if (!count) bad_data(label, tensor, fmt::format("its dims {} hold more than 2^40 elements", fmt::join(tensor.dims(), "x")));
+  return static_cast<std::size_t>(*count);
 }
 
 // Copies `field` (a repeated protobuf field) converted to T, after checking its length.
@@ -134,6 +132,13 @@ void to_tensor(const NDArray& array, P& tensor) {
   std::string bytes(array.nbytes(), '\0');
   array.copy_to(bytes.data(), array.dtype(), static_cast<std::size_t>(array.size()));
   tensor.set_raw_data(std::move(bytes));
+}
+
+std::optional<std::int64_t> checked_element_count(std::span<const std::int64_t> dims) noexcept {
+  std::int64_t count = 1;
+  for (std::int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) || count > (std::int64_t(1) << 40)) return std::nullopt;
+  return count;
 }
 
 }  // namespace ndgc::onnx::detail

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "ndgc/manager.hpp"
@@ -16,6 +17,10 @@ std::optional<DataType> dtype_of_elem(std::int32_t elem_type) noexcept;
 std::int32_t elem_of_dtype(DataType dtype) noexcept;
 // "FLOAT16", "STRING", ...: the element type as ONNX names it.
 std::string elem_name(std::int32_t elem_type);
+
+// The product of `dims`, unless one is negative or the product passes 2^40
+// elements (hostile dims: it would overflow, or ask for terabytes).
+std::optional<std::int64_t> checked_element_count(std::span<const std::int64_t> dims) noexcept;
 
 // The tensor as an array in `manager`. DataError names `label` and the tensor
 // when its dims are negative, their product overflows, or its data is not

@@ -23,20 +23,33 @@ NDList outputs_after_backward(onnx::Imported& net, const NDList& inputs) {
   return out;
 }
 
+// A subgraph of one node, op(inputs) -> `out` of shape [3]; its inputs are
+// the outer graph's values.
+GraphBuilder branch_of(const char* op, std::vector<std::string> inputs, const std::string& out,
+                       const std::string& name = "") {
+  GraphBuilder b;
+  b.output(out, {3});
+  b.node(op, std::move(inputs), {out}, name);
+  return b;
+}
+
+// y = If(c) of the two branches, over an input x [3] and a boolean c of `c_dims`.
+GraphBuilder if_graph(const GraphBuilder& then_branch, const GraphBuilder& else_branch,
+                      std::vector<std::int64_t> c_dims = {}, const std::string& name = "branch") {
+  GraphBuilder g(13);
+  g.input("x", {3}).input("c", std::move(c_dims), kBool).output("y", {3});
+  auto& n = g.node("If", {"c"}, {"y"}, name);
+  GraphBuilder::attr_g(n, "then_branch", then_branch);
+  GraphBuilder::attr_g(n, "else_branch", else_branch);
+  return g;
+}
+
 }  // namespace
 
 TEST_CASE("onnx If: the branch the condition picks runs, reading the outer graph's values, with its gradient") {
   test::TempFolder dir("if");
-  GraphBuilder then_branch, else_branch;
-  then_branch.output("squared", {3});
-  then_branch.node("Mul", {"x", "x"}, {"squared"});  // x is the outer graph's input
-  else_branch.output("negated", {3});
-  else_branch.node("Neg", {"x"}, {"negated"});
-  GraphBuilder g(13);
-  g.input("x", {3}).input("c", {}, kBool).output("y", {3});
-  auto& n = g.node("If", {"c"}, {"y"}, "branch");
-  GraphBuilder::attr_g(n, "then_branch", then_branch);
-  GraphBuilder::attr_g(n, "else_branch", else_branch);
+  // x is the outer graph's input.
+  const GraphBuilder g = if_graph(branch_of("Mul", {"x", "x"}, "squared"), branch_of("Neg", {"x"}, "negated"));
   onnx::Imported net = onnx::load(g.write(dir / "if.onnx"), "if");
   NDManager batch = NDManager::new_base_manager("batch");
   for (const bool c : {true, false}) {
@@ -127,16 +140,7 @@ TEST_CASE("onnx Scan: a running sum over a reversed input, the states and the st
 TEST_CASE("onnx If and Loop are refused at load for a node inside that ndgc cannot run, or a loop without end") {
   test::TempFolder dir("control_refused");
   const std::uint64_t before = debug::live_array_count();
-  GraphBuilder unsupported, fine;
-  unsupported.output("r", {3});
-  unsupported.node("Det", {"x"}, {"r"}, "determinant");
-  fine.output("f", {3});
-  fine.node("Identity", {"x"}, {"f"});
-  GraphBuilder g(13);
-  g.input("x", {3}).input("c", {}, kBool).output("y", {3});
-  auto& n = g.node("If", {"c"}, {"y"}, "branch");
-  GraphBuilder::attr_g(n, "then_branch", unsupported);
-  GraphBuilder::attr_g(n, "else_branch", fine);
+  const GraphBuilder g = if_graph(branch_of("Det", {"x"}, "r", "determinant"), branch_of("Identity", {"x"}, "f"));
   CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "if.onnx"), "if"),
                        doctest::Contains("If 'branch': subgraph then_branch:"), InvalidArgument);
   CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "if.onnx"), "if"), doctest::Contains("Det 'determinant'"),
@@ -174,14 +178,8 @@ TEST_CASE("onnx Loop: a trip count of two elements, and If: a condition of two, 
   CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{x, batch.create<std::int64_t>({3, 4}, Shape{2})}, false),
                        doctest::Contains("Loop 'repeat': the trip count M has 2 elements"), ShapeMismatch);
 
-  GraphBuilder branch;
-  branch.output("same", {3});
-  branch.node("Identity", {"x"}, {"same"});
-  GraphBuilder pick(13);
-  pick.input("x", {3}).input("c", {-1}, kBool).output("y", {3});
-  auto& n = pick.node("If", {"c"}, {"y"}, "choose");
-  GraphBuilder::attr_g(n, "then_branch", branch);
-  GraphBuilder::attr_g(n, "else_branch", branch);
+  const GraphBuilder same = branch_of("Identity", {"x"}, "same");
+  const GraphBuilder pick = if_graph(same, same, {-1}, "choose");
   onnx::Imported chooser = onnx::load(pick.write(dir / "if.onnx"), "if");
   CHECK_THROWS_WITH_AS(chooser.model.block().forward(NDList{x, batch.full(Shape{2}, 1.0, DataType::boolean)}, false),
                        doctest::Contains("If 'choose': the condition has 2 elements"), ShapeMismatch);
@@ -205,6 +203,68 @@ TEST_CASE("onnx Loop: with only a trip count, no condition or carried value, a b
   const NDArray out = net.model.block().forward(NDList{batch.create<float>({1, 2, 3}, Shape{3})}, false).head();
   CHECK(out.shape() == Shape{2, 3});
   CHECK(out.to_vector<float>() == std::vector<float>{1, 2, 3, 1, 2, 3});
+}
+
+TEST_CASE("onnx subgraphs and Scan: an initializer inside a subgraph is refused at load; scans that do not fit are "
+          "errors naming the node") {
+  test::TempFolder dir("control_errors");
+  // A branch with an initializer of its own (a Constant node would run).
+  GraphBuilder weighted = branch_of("Mul", {"x", "w"}, "scaled");
+  weighted.floats("w", {3}, {1, 2, 3});
+  CHECK_THROWS_WITH_AS(onnx::load(if_graph(weighted, branch_of("Identity", {"x"}, "f")).write(dir / "init.onnx"), "init"),
+                       doctest::Contains("If 'branch': subgraph then_branch has initializers"), InvalidArgument);
+
+  // Scan over two inputs that must share their number of steps.
+  GraphBuilder body(11);
+  body.input("s", {2}).input("a", {2}).input("b", {2}).output("s_out", {2});
+  body.node("Add", {"s", "a"}, {"sa"});
+  body.node("Add", {"sa", "b"}, {"s_out"});
+  GraphBuilder g(11);
+  g.input("start", {2}).input("as", {-1, 2}).input("bs", {-1, 2}).output("total", {2});
+  auto& n = g.node("Scan", {"start", "as", "bs"}, {"total"}, "sum");
+  GraphBuilder::attr_g(n, "body", body);
+  GraphBuilder::attr(n, "num_scan_inputs", std::int64_t{2});
+  onnx::Imported net = onnx::load(g.write(dir / "scan.onnx"), "scan");
+  NDManager batch = NDManager::new_base_manager("batch");
+  CHECK(net.model.block().forward(NDList{batch.zeros(Shape{2}), batch.ones(Shape{3, 2}), batch.ones(Shape{3, 2})},
+                                  false)
+            .head()
+            .to_vector<float>() == std::vector<float>{6, 6});
+  CHECK_THROWS_WITH_AS(
+      net.model.block().forward(NDList{batch.zeros(Shape{2}), batch.ones(Shape{3, 2}), batch.ones(Shape{4, 2})}, false),
+      doctest::Contains("Scan 'sum': scanned inputs of 3 and 4 steps"), ShapeMismatch);
+  // One input direction for two scanned inputs.
+  GraphBuilder::attr(n, "scan_input_directions", std::vector<std::int64_t>{0});
+  onnx::Imported short_list = onnx::load(g.write(dir / "directions.onnx"), "directions");
+  CHECK_THROWS_WITH_AS(
+      short_list.model.block().forward(NDList{batch.zeros(Shape{2}), batch.ones(Shape{3, 2}), batch.ones(Shape{3, 2})},
+                                       false),
+      doctest::Contains("Scan 'sum': scan_input_directions has 1 entries for 2 values"), InvalidArgument);
+}
+
+TEST_CASE("onnx Scan at opset 8: sequence_lens is refused at load; states and inputs share the batch axis") {
+  test::TempFolder dir("scan8");
+  GraphBuilder body(8);
+  body.input("s", {2}).input("a", {2}).output("s_out", {2});
+  body.node("Add", {"s", "a"}, {"s_out"});
+  auto scan = [&](bool lengths) {
+    GraphBuilder g(8);
+    g.input("start", {-1, 2}).input("as", {-1, 3, 2}).output("total", {-1, 2});
+    if (lengths) g.input("lens", {-1}, ::onnx::TensorProto::INT32);
+    auto& n = g.node("Scan", {lengths ? "lens" : "", "start", "as"}, {"total"}, "sum");
+    GraphBuilder::attr_g(n, "body", body);
+    GraphBuilder::attr(n, "num_scan_inputs", std::int64_t{1});
+    return g;
+  };
+  CHECK_THROWS_WITH_AS(onnx::load(scan(true).write(dir / "lens.onnx"), "lens"),
+                       doctest::Contains("Scan 'sum': sequence_lens is not supported"), InvalidArgument);
+  onnx::Imported net = onnx::load(scan(false).write(dir / "scan.onnx"), "scan");
+  NDManager batch = NDManager::new_base_manager("batch");
+  CHECK(net.model.block().forward(NDList{batch.zeros(Shape{2, 2}), batch.ones(Shape{2, 3, 2})}, false)
+            .head()
+            .to_vector<float>() == std::vector<float>{3, 3, 3, 3});
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros(Shape{2, 2}), batch.ones(Shape{3, 3, 2})}, false),
+                       doctest::Contains("Scan 'sum': opset 8's Scan wants one batch axis first"), ShapeMismatch);
 }
 
 }  // namespace ndgc

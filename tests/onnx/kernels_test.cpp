@@ -504,17 +504,26 @@ TEST_CASE("onnx MaxUnpool: x's elements at their flat positions, the last of two
   CHECK(y.to_vector<float>() == std::vector<float>{0, 2, 0, 0, 1, 0, 0, 4, 0, 0, 0, 0});
   CHECK(x.gradient().to_vector<float>() == std::vector<float>{5, 2, 0, 8});
 
+  // Shapes the graph leaves open, checked by the kernel.
   GraphBuilder hostile(11);
-  hostile.input("x", {2, 1, 1, 2}).input("i", {2, 1, 1, 2}, ::onnx::TensorProto::INT64).input("shape", {4}, ::onnx::TensorProto::INT64);
-  hostile.output("y", {-1, -1, -1, -1});
+  hostile.input("x", {-1, -1, -1, -1}).input("i", {-1, -1, -1, -1}, ::onnx::TensorProto::INT64);
+  hostile.input("shape", {-1}, ::onnx::TensorProto::INT64).output("y", {-1, -1, -1, -1});
   auto& h = hostile.node("MaxUnpool", {"x", "i", "shape"}, {"y"}, "unpool");
   GraphBuilder::attr(h, "kernel_shape", std::vector<std::int64_t>{2, 2});
   onnx::Imported open_shape = onnx::load(hostile.write(dir / "hostile.onnx"), "hostile");
-  for (const auto& dims : {std::vector<std::int64_t>{2, 1, -2, 3}, std::vector<std::int64_t>{2, 1, 1LL << 31, 1LL << 31}}) {
-    CHECK_THROWS_WITH_AS(open_shape.model.block().forward(
-                             NDList{x, at, batch.create<std::int64_t>(dims, Shape{4})}, false),
-                         doctest::Contains("MaxUnpool 'unpool': the output"), ShapeMismatch);
-  }
+  auto unpool = [&](const NDArray& indices, const std::vector<std::int64_t>& dims) {
+    return open_shape.model.block().forward(
+        NDList{x, indices, batch.create<std::int64_t>(dims, Shape{std::int64_t(dims.size())})}, false);
+  };
+  for (const auto& dims : {std::vector<std::int64_t>{2, 1, -2, 3}, std::vector<std::int64_t>{2, 1, 1LL << 31, 1LL << 31}})
+    CHECK_THROWS_WITH_AS(unpool(at, dims), doctest::Contains("MaxUnpool 'unpool': the output"), ShapeMismatch);
+  CHECK_THROWS_WITH_AS(unpool(at, {2, 1, 6}), doctest::Contains("output_shape has 3 dims for an input of rank 4"),
+                       ShapeMismatch);
+  CHECK_THROWS_WITH_AS(unpool(at, {2, 2, 2, 3}), doctest::Contains("must keep the input's batch and channels"),
+                       ShapeMismatch);
+  CHECK_THROWS_WITH_AS(unpool(at.reshape(Shape{2, 1, 2, 1}), {2, 1, 2, 3}),
+                       doctest::Contains("MaxUnpool 'unpool': indices (2, 1, 2, 1) and input (2, 1, 1, 2) differ"),
+                       ShapeMismatch);
 
   const NDArray outside = batch.create<std::int64_t>({4, 1, 7, 12}, Shape{2, 1, 1, 2});
   CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{x, outside}, false),

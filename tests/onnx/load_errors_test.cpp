@@ -84,6 +84,13 @@ TEST_CASE("onnx::load: attributes and dtypes ndgc cannot run are refused at load
   unsigned16.node("Relu", {"x"}, {"y"}, "r");
   check_refused<InvalidArgument>(unsigned16.write(dir / "uint16.onnx"), "UINT16");
 
+  GraphBuilder empty_kernel;  // a weight of no columns: a kernel of width 0
+  empty_kernel.input("x", {1, 1, 4, 4}).output("y", {1, 1, 4, 5});
+  empty_kernel.floats("w", {1, 1, 1, 0}, {});
+  empty_kernel.node("Conv", {"x", "w"}, {"y"}, "flat");
+  check_refused<InvalidArgument>(empty_kernel.write(dir / "empty_kernel.onnx"),
+                                 "Conv 'flat': kernel 0, stride 1 and dilation 1 must be positive");
+
   GraphBuilder hyper;
   hyper.input("x", {1, 1, 4, 4, 4, 4}).output("y", {1, 1, 2, 2, 2, 2});
   auto& h = hyper.node("MaxPool", {"x"}, {"y"}, "tesseract");

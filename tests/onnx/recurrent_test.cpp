@@ -31,7 +31,7 @@ onnx::Imported recurrent_graph(const test::TempFolder& dir, const std::string& o
   const std::int64_t dirs = direction == "bidirectional" ? 2 : 1, gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
   GraphBuilder g(14);
   g.input("x", {steps, batch, 2});
-  if (with_lengths) g.input("lengths", {batch}, ::onnx::TensorProto::INT32);
+  if (with_lengths) g.input("lengths", {-1}, ::onnx::TensorProto::INT32);  // dynamic: the kernel checks it
   g.output("y", {steps, dirs, batch, 3}).output("y_h", {dirs, batch, 3});
   g.floats("w", {dirs, gates * 3, 2}, ramp(std::size_t(dirs * gates * 6), 0.7f, 0.1f));
   g.floats("r", {dirs, gates * 3, 3}, ramp(std::size_t(dirs * gates * 9), 0.3f, 0.5f));
@@ -212,20 +212,40 @@ TEST_CASE("onnx RNN, GRU and LSTM with their activations attribute and clip, aga
   }
 }
 
-TEST_CASE("onnx RNN: an activation ONNX does not define is refused at load, naming it") {
+TEST_CASE("onnx RNN: an activation ONNX does not define, the wrong number of them, or a clip that is not positive "
+          "are refused at load, naming the node") {
   test::TempFolder dir("bad_activation");
-  GraphBuilder g(14);
-  g.input("x", {2, 1, 1}).output("y_h", {1, 1, 2});
-  g.floats("w", {1, 2, 1}, {1, 1}).floats("r", {1, 2, 2}, {0, 0, 0, 0});
-  auto& n = g.node("RNN", {"x", "w", "r"}, {"", "y_h"}, "cell");
-  GraphBuilder::attr(n, "hidden_size", std::int64_t{2});
-  auto* a = n.add_attribute();
-  a->set_name("activations");
-  a->set_type(::onnx::AttributeProto::STRINGS);
-  a->add_strings("Swish");
-  CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "swish.onnx"), "swish"),
+  auto rnn = [&](std::vector<std::string> activations, float clip) {
+    GraphBuilder g(14);
+    g.input("x", {2, 1, 1}).output("y_h", {1, 1, 2});
+    g.floats("w", {1, 2, 1}, {1, 1}).floats("r", {1, 2, 2}, {0, 0, 0, 0});
+    auto& n = g.node("RNN", {"x", "w", "r"}, {"", "y_h"}, "cell");
+    GraphBuilder::attr(n, "hidden_size", std::int64_t{2});
+    if (clip != 0) GraphBuilder::attr_f(n, "clip", clip);
+    auto* a = n.add_attribute();
+    a->set_name("activations");
+    a->set_type(::onnx::AttributeProto::STRINGS);
+    for (const auto& name : activations) a->add_strings(name);
+    return g.write(dir / "rnn.onnx");
+  };
+  CHECK_THROWS_WITH_AS(onnx::load(rnn({"Swish"}, 0), "swish"),
                        doctest::Contains("RNN 'cell': activation 'Swish' is not one ONNX's RNNs define"),
                        InvalidArgument);
+  CHECK_THROWS_WITH_AS(onnx::load(rnn({"Tanh", "Relu"}, 0), "two"),
+                       doctest::Contains("RNN 'cell': 2 activations where its direction 'forward' takes 1"),
+                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(onnx::load(rnn({"Tanh"}, -1), "clip"), doctest::Contains("RNN 'cell': clip must be positive"),
+                       InvalidArgument);
+}
+
+TEST_CASE("onnx RNN: sequence_lens of another length than the batch is an error naming the node") {
+  test::TempFolder dir("lens_count");
+  onnx::Imported net = recurrent_graph(dir, "RNN", "forward", 2, 2, true);
+  NDManager m = NDManager::new_base_manager("batch");
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{m.zeros(Shape{2, 2, 2}), m.create<std::int32_t>({1, 2, 2},
+                                                                                                        Shape{3})},
+                                                 false),
+                       doctest::Contains("RNN 'cell': sequence_lens has 3 entries for a batch of 2"), ShapeMismatch);
 }
 
 }  // namespace ndgc

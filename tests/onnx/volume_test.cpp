@@ -195,16 +195,21 @@ TEST_CASE("onnx MaxPool and AveragePool over three axes: each box's max or mean 
   }
 }
 
-TEST_CASE("onnx 3-D windows: an input without five axes is an error naming the node and the shape") {
+TEST_CASE("onnx 3-D windows: an input without five axes, or too shallow for the window, is an error naming the node") {
   test::TempFolder dir("volume_rank");
-  GraphBuilder g;
-  g.input("x", {-1, -1, -1, -1}).output("y", {-1, -1, -1, -1});
-  GraphBuilder::attr(g.node("MaxPool", {"x"}, {"y"}, "cube"), "kernel_shape", Ints{2, 2, 2});
-  onnx::Imported net = onnx::load(g.write(dir / "rank.onnx"), "rank");
+  auto pool_of_rank = [&](std::size_t rank) {
+    GraphBuilder g;
+    g.input("x", Ints(rank, -1)).output("y", Ints(rank, -1));
+    GraphBuilder::attr(g.node("MaxPool", {"x"}, {"y"}, "cube"), "kernel_shape", Ints{2, 2, 2});
+    return onnx::load(g.write(dir / "rank.onnx"), "rank");
+  };
+  onnx::Imported flat = pool_of_rank(4), volume = pool_of_rank(5);
   NDManager batch = NDManager::new_base_manager("batch");
-  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.zeros(Shape{1, 1, 4, 4})}, false),
+  CHECK_THROWS_WITH_AS(flat.model.block().forward(NDList{batch.zeros(Shape{1, 1, 4, 4})}, false),
                        doctest::Contains("MaxPool 'cube': input (1, 1, 4, 4) does not have the batch, channel and 3"),
                        ShapeMismatch);
+  CHECK_THROWS_WITH_AS(volume.model.block().forward(NDList{batch.zeros(Shape{1, 1, 1, 4, 4})}, false),
+                       doctest::Contains("a depth of 1 is shorter than the window's span of 2"), ShapeMismatch);
 }
 
 }  // namespace ndgc
