@@ -31,7 +31,7 @@ NDArray over_depth(const NDArray& x, DepthTaps depth, Combine combine) {
   const std::int64_t out = depth_out(x.shape()[2], depth);
   NDArray y = tap(x, 2, 0, depth, out);
   for (std::int64_t k = 1; k < depth.kernel; ++k) y = combine(y, tap(x, 2, k, depth, out));
-  return depth.kernel == 1 ? y.contiguous() : y;
+  return y.contiguous();  // one tap is a strided view of the padded input: copied, not pinning the padding
 }
 
 }  // namespace
