@@ -181,6 +181,8 @@ TEST_CASE("matmul with empty dimensions") {
   check_shape(m.ones({0, 4}).matmul(m.ones({4, 3})), {0, 3});
   check_shape(m.ones({2, 4}).matmul(m.ones({4, 0})), {2, 0});
   check_shape(m.ones({0, 2, 4}).matmul(m.ones({4, 3})), {0, 2, 3});
+  check_shape(m.ones({5, 0, 3}, DataType::float64).matmul(m.ones({5, 3, 4}, DataType::float64)), {5, 0, 4});
+  check_shape(m.ones({5, 2, 3}).matmul(m.ones({5, 3, 0})), {5, 2, 0});
   check_values(m.ones({2, 2, 0}).matmul(m.ones({2, 0, 2})), std::vector<double>(8, 0.0));
 }
 

@@ -119,6 +119,7 @@ void CpuEngine::matmul(const TensorView& a, const TensorView& b, const TensorVie
   const std::int64_t m = a.shape[r - 2], k = a.shape[r - 1], n = b.shape[r - 1];
   std::int64_t batches = 1;
   for (int i = 0; i < r - 2; ++i) batches *= out.shape[i];
+  if (batches == 0 || m == 0 || n == 0) return;  // an empty product has no element (and maybe no data)
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
@@ -163,7 +164,7 @@ bool CpuEngine::matmul_add(const TensorView& a, const TensorView& b, const Tenso
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       OutMat<T> o(static_cast<T*>(out.data), m, n, Eigen::OuterStride<>(n <= 1 ? 1 : out.strides[0]));
-      if (k == 0) return;
+      if (k == 0 || m == 0 || n == 0) return;
       with_matrix(static_cast<const T*>(a.data), m, k, a.strides[0], a.strides[1], [&](const auto& am) {
         with_matrix(static_cast<const T*>(b.data), k, n, b.strides[0], b.strides[1],
                     [&](const auto& bm) { product<true>(o, am, bm); });
