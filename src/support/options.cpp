@@ -31,6 +31,8 @@ constexpr OptionInfo kTable[] = {
     {"NDGC_DIST_TIMEOUT", "600", "seconds a collective (ndgc::distributed) waits for the other ranks"},
     {"NDGC_NUM_THREADS", "cores",
      "intra-op threads, the caller included (default: the machine's cores, divided by the local ranks under mpirun)"},
+    {"NDGC_CPU_GEMM", "onednn",
+     "float32 products on the CPU: onednn (oneDNN's matmul, where the build found it and the CPU has AVX-512) or eigen"},
 };
 
 std::string env(const char* name) {
@@ -76,6 +78,11 @@ Options parse() {
     if (end == t.c_str() || *end != '\0' || n < 1 || n > 4096)
       throw InvalidArgument(fmt::format("NDGC_NUM_THREADS='{}' is not a thread count: use an integer from 1 to 4096", t));
     o.num_threads = int(n);
+  }
+  if (std::string g = env("NDGC_CPU_GEMM"); !g.empty()) {
+    if (g != "onednn" && g != "eigen")
+      throw InvalidArgument(fmt::format("NDGC_CPU_GEMM='{}' is not understood: use onednn or eigen", g));
+    o.cpu_gemm = g;
   }
   return o;
 }

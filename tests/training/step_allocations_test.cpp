@@ -1,4 +1,5 @@
-// Heap allocations per steady-state training step (issue 16): the
+// Heap allocations per steady-state training step (issue 16), ndgc's own
+// (oneDNN's inside its products are counted apart): the
 // Fashion-MNIST-sized MLP (784→128→64→10, ReLU, softmax cross entropy, Adam,
 // batch 32, shuffled), one step = fetching the next batch and train_batch.
 //
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "malloc_counter.hpp"
+#include "ops/cpu/onednn_gemm.hpp"
 #include "steady_steps.hpp"
 
 namespace ndgc {
@@ -19,15 +21,42 @@ namespace {
 
 constexpr std::int64_t kOut = 10, kIn = 784;
 
-// Mean heap allocations per step over 20 steps, after 20, of a model of
-// `architecture` (default: the MLP).
+// The heap allocations that oneDNN makes inside one product (its argument
+// map, freed before the call returns: Note [Products through oneDNN]),
+// counted on a product its kernels take; 0 where products do not go to it.
+std::uint64_t onednn_allocations_per_product() {
+  static const std::uint64_t per_product = [] {
+    std::vector<float> a(64 * 96, 0.5f), b(96 * 80, 0.25f), c(64 * 80);
+    const auto product = [&] {
+      return ops::cpu::onednn_product({a.data(), 64, 96, 96, 1}, {b.data(), 96, 80, 80, 1}, {c.data(), 64, 80, 80},
+                                      false);
+    };
+    if (!product()) return std::uint64_t(0);  // warms the thread's primitive and buffers
+    constexpr std::uint64_t kCalls = 10;
+    const std::uint64_t before = test::heap_allocations();
+    for (std::uint64_t i = 0; i < kCalls; ++i) product();
+    const std::uint64_t made = test::heap_allocations() - before;
+    CHECK(made % kCalls == 0);  // the same on every call
+    return made / kCalls;
+  }();
+  return per_product;
+}
+
+// Heap allocations so far, less oneDNN's inside its products: ndgc's own.
+std::uint64_t own_heap_allocations() {
+  return test::heap_allocations() - onednn_allocations_per_product() * ops::cpu::onednn_products();
+}
+
+// Mean heap allocations of ndgc's own per step over 20 steps, after 20, of a
+// model of `architecture` (default: the MLP).
 double allocations_per_step(bool autoclose, bool workspace = false,
                             const Architecture& architecture = Architecture::mlp(kIn, kOut, {128, 64})) {
   test::SteadyRun run;
   run.architecture = architecture;
   run.autoclose = autoclose;
   run.workspace = workspace;
-  return test::per_step(run, [] { return test::heap_allocations(); });
+  onednn_allocations_per_product();  // measured before, not inside, the steps
+  return test::per_step(run, [] { return own_heap_allocations(); });
 }
 
 }  // namespace
@@ -82,6 +111,22 @@ TEST_CASE("a steady LSTM training step: how many heap allocations, workspace off
   // permutation, Eigen's GEMM blocking buffer.
   CHECK(plain == 0);
   CHECK(in_workspace == 0);
+}
+
+TEST_CASE("oneDNN's products allocate a fixed few small blocks each, and a steady step's products go to it" *
+          doctest::skip(!test::kCountsMalloc)) {
+  if (!ops::cpu::onednn_enabled()) {
+    MESSAGE("skipped: float32 products do not go to oneDNN in this build or on this CPU");
+    return;
+  }
+  const std::uint64_t per_product = onednn_allocations_per_product();
+  MESSAGE("oneDNN: " << per_product << " heap allocations inside each product");
+  CHECK(per_product <= 8);
+  test::SteadyRun run;
+  run.autoclose = true;
+  run.architecture = Architecture::mlp(kIn, kOut, {128, 64});
+  const double products = test::per_step(run, [] { return ops::cpu::onednn_products(); });
+  CHECK(products == 8);  // 3 forward, 2 + 3 backward (no input gradient for the first layer)
 }
 
 TEST_CASE("the allocation counter sees allocations (so the bound above can fail)" *

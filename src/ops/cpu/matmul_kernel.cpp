@@ -1,4 +1,6 @@
-// CPU matrix products: Eigen's blocked GEMM, batched over leading axes.
+// CPU matrix products: oneDNN's matmul for float32 where the build has it
+// (Note [Products through oneDNN]), Eigen's blocked GEMM for the rest,
+// batched over leading axes.
 //
 // Each operand matrix is mapped without a copy when either of its last two
 // axes has stride 1: row-major with an outer stride, or column-major (a
@@ -8,6 +10,7 @@
 
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/cpu/eigen.hpp"
+#include "ops/cpu/onednn_gemm.hpp"
 #include "ops/cpu/strided.hpp"
 #include "support/parallel.hpp"
 
@@ -44,7 +47,7 @@ void with_matrix(const T* data, std::int64_t rows, std::int64_t cols, std::int64
 
 // Note [Products by fixed tiles]
 // A product of at least kSplitWork multiply-adds is cut into tiles of the
-// output, up to 16 of them, each one Eigen GEMM of its rows of A and its
+// output, up to 16 of them, each one GEMM (oneDNN's or Eigen's) of its rows of A and its
 // columns of B; the pool runs the tiles. The cut depends on m, n and k alone,
 // never on the thread count, so every output element goes through the same
 // kernel path (full register tile or remainder) and the same k-blocking at
@@ -58,6 +61,9 @@ void with_matrix(const T* data, std::int64_t rows, std::int64_t cols, std::int64
 //   of each operand. At 2048³ on one core this took ndgc from 0.80-0.91× of
 //   one unsplit Eigen GEMM to 0.98-1.01× (perf/RESULTS.md, issue 40). Squarer
 //   tiles for the other shapes measured no better, and some worse.
+//   oneDNN's products keep the blocks: a tile of the 4 × 4 grid is padded on
+//   both sides and must be copied (Note [Products through oneDNN]), and at
+//   2048³ that measured 81 GFLOP/s against 97-104 for the blocks.
 constexpr std::int64_t kSplitWork = std::int64_t(1) << 22;
 constexpr std::int64_t kMinSide = 64, kSquareSide = 1024;
 
@@ -70,9 +76,9 @@ struct Tiles {
 // ⌈length / parts⌉ rounded up to a multiple of 16 (whole register tiles).
 std::int64_t tile_side(std::int64_t length, std::int64_t parts) { return ((length + parts - 1) / parts + 15) / 16 * 16; }
 
-Tiles tiles_of(std::int64_t m, std::int64_t n, std::int64_t k) {
+Tiles tiles_of(std::int64_t m, std::int64_t n, std::int64_t k, bool square_grid) {
   if (m * n * k < kSplitWork || std::max(m, n) < 2 * kMinSide) return {m, n};
-  if (std::min(m, n) >= kSquareSide) {
+  if (square_grid && std::min(m, n) >= kSquareSide) {
     const std::int64_t rows = tile_side(m, 4), cols = tile_side(n, 4);
     return {rows, cols, (m + rows - 1) / rows, (n + cols - 1) / cols};
   }
@@ -82,6 +88,13 @@ Tiles tiles_of(std::int64_t m, std::int64_t n, std::int64_t k) {
   }
   const std::int64_t cols = std::max(kMinSide, tile_side(n, 16));
   return {m, cols, 1, (n + cols - 1) / cols};
+}
+
+// A mapped matrix (or a block of one) as oneDNN's wrapper reads it.
+template <class X>
+MatrixRef ref_of(const X& x) {
+  if constexpr (X::IsRowMajor) return {x.data(), x.rows(), x.cols(), x.outerStride(), x.innerStride()};
+  else return {x.data(), x.rows(), x.cols(), x.innerStride(), x.outerStride()};
 }
 
 // o (+)= am × bm, tile by tile (Note [Products by fixed tiles]). An unsplit
@@ -96,13 +109,19 @@ void product(O& o, const A& am, const B& bm) {
     else o.noalias() = am * bm;
   } else {
     const std::int64_t m = am.rows(), n = bm.cols();
-    const Tiles t = tiles_of(m, n, am.cols());
+    const Tiles t = tiles_of(m, n, am.cols(), !(std::is_same_v<T, float> && onednn_enabled()));
     auto tile = [&](std::int64_t i) {
       const std::int64_t r0 = i / t.across * t.rows, c0 = i % t.across * t.cols;
       const std::int64_t rows = std::min(t.rows, m - r0), cols = std::min(t.cols, n - c0);
       auto out = o.block(r0, c0, rows, cols);
-      if constexpr (Accumulate) out.noalias() += am.middleRows(r0, rows) * bm.middleCols(c0, cols);
-      else out.noalias() = am.middleRows(r0, rows) * bm.middleCols(c0, cols);
+      const auto at = am.middleRows(r0, rows);
+      const auto bt = bm.middleCols(c0, cols);
+      if constexpr (std::is_same_v<T, float>) {
+        if (onednn_product(ref_of(at), ref_of(bt), OutRef{out.data(), rows, cols, out.outerStride()}, Accumulate))
+          return;
+      }
+      if constexpr (Accumulate) out.noalias() += at * bt;
+      else out.noalias() = at * bt;
     };
     if (t.count() == 1) {
       tile(0);

@@ -1,0 +1,331 @@
+// float32 products through oneDNN's matmul primitive.
+//
+// Note [Products through oneDNN]
+// On this project's AVX-512 machine oneDNN's brgemm matmul ran the products
+// of our models 1.2-1.6x faster than Eigen's GEMM, one thread each
+// (perf/RESULTS.md, issue 40), so CpuEngine's float32 products call it, tile
+// by tile (Note [Products by fixed tiles] in matmul_kernel.cpp: the tiles and
+// so the bits do not depend on the thread count).
+// - One thread per call. Debian's oneDNN runs on OpenMP, whose threads would
+//   fight ndgc's pool, so each call holds OpenMP to one thread on the calling
+//   thread and restores the caller's setting after.
+// - No allocation of ours in a steady loop. Each thread keeps its primitives,
+//   keyed by shape and layout, up to kCapacity of them (least recently used
+//   out), with their memory objects and a scratchpad buffer that only grows.
+//   oneDNN itself allocates a little on every execute (its argument map,
+//   freed before it returns): onednn_products() counts the calls so that the
+//   steady-step allocation tests can tell those apart from ndgc's.
+// - Dense operands only. oneDNN's fast kernels take a row-major or a
+//   transposed matrix without padding; with a leading dimension it falls
+//   back to a GEMM that mallocs its packing buffers on every call. So a tile
+//   of a wider matrix is first copied to a dense buffer, and an output tile
+//   is computed in one and copied out: k·cols and rows·cols copies against
+//   rows·cols·k multiply-adds. A product that only that fallback would take
+//   is left to Eigen.
+// - c += a · b is computed in the buffer and added, not with oneDNN's sum
+//   post-op: with it an execute made two more allocations (8, not 6), and
+//   one count per call lets the tests tell oneDNN's allocations from ours.
+// - NDGC_CPU_GEMM=eigen turns it off (to compare, or to run under Valgrind,
+//   which has no AVX-512 and so no brgemm anyway).
+#include "ops/cpu/onednn_gemm.hpp"
+
+#include <atomic>
+
+#if NDGC_HAVE_ONEDNN
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <new>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <fmt/format.h>
+
+#include "ndgc/error.hpp"
+#include "support/assert.hpp"
+#include "support/options.hpp"
+#include "support/scope_exit.hpp"
+
+// OpenMP's two calls, declared here rather than through <omp.h>: the runtime
+// is oneDNN's (libgomp), whichever compiler builds ndgc, and clang's own
+// <omp.h> belongs to another runtime.
+extern "C" int omp_get_max_threads();
+extern "C" void omp_set_num_threads(int);
+#endif
+
+namespace ndgc::ops::cpu {
+namespace {
+std::atomic<std::uint64_t> g_products{0};
+}  // namespace
+
+std::uint64_t onednn_products() noexcept { return g_products.load(std::memory_order_relaxed); }
+
+#if !NDGC_HAVE_ONEDNN
+
+bool onednn_enabled() { return false; }
+bool onednn_product(const MatrixRef&, const MatrixRef&, const OutRef&, bool) { return false; }
+
+#else
+
+namespace {
+
+constexpr std::size_t kCapacity = 64;  // primitives kept per thread
+constexpr std::align_val_t kAlign{64};
+
+// The calling thread's OpenMP held to one thread while it lives.
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread() : previous_(omp_get_max_threads()) {
+    if (previous_ != 1) omp_set_num_threads(1);
+  }
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+  ~OneOpenMpThread() {
+    if (previous_ != 1) omp_set_num_threads(previous_);
+  }
+
+ private:
+  int previous_;
+};
+
+// A 64-byte aligned buffer that grows and never shrinks.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { ::operator delete(data_, kAlign); }
+  float* floats(std::int64_t count) { return static_cast<float*>(bytes(std::size_t(count) * sizeof(float))); }
+  void* bytes(std::size_t size) {
+    if (size > size_) {
+      ::operator delete(data_, kAlign);
+      data_ = nullptr;
+      size_ = 0;
+      data_ = ::operator new(size, kAlign);
+      size_ = size;
+    }
+    return data_;
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// How an operand is laid out: dense (row-major or transposed), rows or
+// columns with a leading dimension (a tile of a wider matrix), or neither.
+enum class Layout { row_major, transposed, padded_rows, padded_columns, strided };
+
+Layout layout_of(const MatrixRef& x) {
+  if ((x.col_stride == 1 || x.cols <= 1) && (x.row_stride == x.cols || x.rows <= 1)) return Layout::row_major;
+  if ((x.row_stride == 1 || x.rows <= 1) && (x.col_stride == x.rows || x.cols <= 1)) return Layout::transposed;
+  if (x.col_stride == 1) return Layout::padded_rows;
+  if (x.row_stride == 1) return Layout::padded_columns;
+  return Layout::strided;
+}
+
+// Whether oneDNN reads the dense form of a `layout` operand as transposed.
+bool read_transposed(Layout layout) { return layout == Layout::transposed || layout == Layout::padded_columns; }
+
+struct Key {
+  std::int64_t m = 0, n = 0, k = 0;
+  bool a_transposed = false, b_transposed = false;
+  bool operator==(const Key&) const = default;
+};
+
+struct Entry {
+  Key key;
+  dnnl_primitive_t primitive = nullptr;  // null: oneDNN's fast kernels do not take this product
+  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr, scratchpad = nullptr;
+  std::size_t scratchpad_bytes = 0;
+  std::uint64_t last_use = 0;
+
+  void release() {
+    for (dnnl_memory_t* m : {&a, &b, &c, &scratchpad})
+      if (*m) dnnl_memory_destroy(std::exchange(*m, nullptr));
+    if (primitive) dnnl_primitive_destroy(std::exchange(primitive, nullptr));
+  }
+};
+
+dnnl_engine_t engine() {
+  // Shared by every thread (a CPU engine is), created once, kept to the end.
+  static const dnnl_engine_t e = [] {
+    dnnl_engine_t created = nullptr;
+    return dnnl_engine_create(&created, dnnl_cpu, 0) == dnnl_success ? created : nullptr;
+  }();
+  return e;
+}
+
+void check(dnnl_status_t status, const char* what) {
+  if (status != dnnl_success)
+    throw Error(fmt::format("matmul: oneDNN's {} failed (status {})", what, static_cast<int>(status)));
+}
+
+// Fills e with a primitive for `key`, or leaves e.primitive null where only a
+// slow or allocating implementation would take it.
+void create(Entry& e, const Key& key, dnnl_engine_t eng) {
+  e.key = key;
+  dnnl_memory_desc_t ad, bd, cd;
+  const dnnl_dims_t adims = {key.m, key.k}, bdims = {key.k, key.n}, cdims = {key.m, key.n};
+  check(dnnl_memory_desc_init_by_tag(&ad, 2, adims, dnnl_f32, key.a_transposed ? dnnl_ba : dnnl_ab), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&bd, 2, bdims, dnnl_f32, key.b_transposed ? dnnl_ba : dnnl_ab), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&cd, 2, cdims, dnnl_f32, dnnl_ab), "memory desc");
+  dnnl_matmul_desc_t md;
+  check(dnnl_matmul_desc_init(&md, &ad, &bd, nullptr, &cd), "matmul desc");
+
+  dnnl_primitive_attr_t attr = nullptr;
+  check(dnnl_primitive_attr_create(&attr), "attribute");
+  support::ScopeExit free_attr{[&] { dnnl_primitive_attr_destroy(attr); }};
+  check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratchpad mode");
+  dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_primitive_desc_create(&pd, &md, attr, eng, nullptr) != dnnl_success) return;
+  support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
+  const char* impl = "";
+  check(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl), "implementation query");
+  if (!std::string_view(impl).starts_with("brg")) return;
+
+  const dnnl_memory_desc_t* sd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  e.scratchpad_bytes = dnnl_memory_desc_get_size(sd);
+  support::ScopeExit undo{[&] {
+    if (!e.scratchpad) e.release();  // a failure below leaves nothing half made
+  }};
+  check(dnnl_primitive_create(&e.primitive, pd), "primitive");
+  check(dnnl_memory_create(&e.a, &ad, eng, DNNL_MEMORY_NONE), "memory");
+  check(dnnl_memory_create(&e.b, &bd, eng, DNNL_MEMORY_NONE), "memory");
+  check(dnnl_memory_create(&e.c, &cd, eng, DNNL_MEMORY_NONE), "memory");
+  check(dnnl_memory_create(&e.scratchpad, sd, eng, DNNL_MEMORY_NONE), "memory");
+}
+
+// One thread's primitives, stream and buffers.
+class ThreadCache {
+ public:
+  ThreadCache() { entries_.reserve(kCapacity); }
+  ThreadCache(const ThreadCache&) = delete;
+  ThreadCache& operator=(const ThreadCache&) = delete;
+  ~ThreadCache() {
+    for (Entry& e : entries_) e.release();
+    if (stream_) dnnl_stream_destroy(stream_);
+  }
+
+  dnnl_stream_t stream() {
+    if (!stream_) check(dnnl_stream_create(&stream_, engine(), dnnl_stream_default_flags), "stream");
+    return stream_;
+  }
+
+  Entry& entry(const Key& key) {
+    ++clock_;
+    for (Entry& e : entries_)
+      if (e.key == key) {
+        e.last_use = clock_;
+        return e;
+      }
+    Entry* slot = nullptr;
+    if (entries_.size() < kCapacity) {
+      slot = &entries_.emplace_back();
+    } else {
+      slot = &*std::min_element(entries_.begin(), entries_.end(),
+                                [](const Entry& x, const Entry& y) { return x.last_use < y.last_use; });
+      slot->release();
+    }
+    create(*slot, key, engine());
+    slot->last_use = clock_;
+    return *slot;
+  }
+
+  Buffer scratchpad, a_copy, b_copy, c_copy;
+
+ private:
+  std::vector<Entry> entries_;
+  std::uint64_t clock_ = 0;
+  dnnl_stream_t stream_ = nullptr;
+};
+
+ThreadCache& thread_cache() {
+  thread_local ThreadCache cache;
+  return cache;
+}
+
+void copy_rows(const float* from, std::int64_t from_stride, float* to, std::int64_t to_stride, std::int64_t rows,
+               std::int64_t cols) {
+  for (std::int64_t i = 0; i < rows; ++i)
+    std::memcpy(to + i * to_stride, from + i * from_stride, std::size_t(cols) * sizeof(float));
+}
+
+void add_rows(const float* from, std::int64_t from_stride, float* to, std::int64_t to_stride, std::int64_t rows,
+              std::int64_t cols) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* f = from + i * from_stride;
+    float* t = to + i * to_stride;
+    for (std::int64_t j = 0; j < cols; ++j) t[j] += f[j];
+  }
+}
+
+// x without padding: itself when it is dense, else copied into `copy`, row
+// by row or column by column as it is laid out (read_transposed(layout)
+// says which).
+const float* dense(const MatrixRef& x, Layout layout, Buffer& copy) {
+  switch (layout) {
+    case Layout::row_major:
+    case Layout::transposed:
+      return x.data;
+    case Layout::padded_rows: {
+      float* out = copy.floats(x.rows * x.cols);
+      copy_rows(x.data, x.row_stride, out, x.cols, x.rows, x.cols);
+      return out;
+    }
+    case Layout::padded_columns: {
+      float* out = copy.floats(x.rows * x.cols);
+      copy_rows(x.data, x.col_stride, out, x.rows, x.cols, x.rows);
+      return out;
+    }
+    case Layout::strided:
+      break;
+  }
+  float* out = copy.floats(x.rows * x.cols);
+  for (std::int64_t i = 0; i < x.rows; ++i)
+    for (std::int64_t j = 0; j < x.cols; ++j) out[i * x.cols + j] = x.data[i * x.row_stride + j * x.col_stride];
+  return out;
+}
+
+}  // namespace
+
+bool onednn_enabled() {
+  static const bool on = support::options().cpu_gemm == "onednn" && engine() != nullptr;
+  return on;
+}
+
+bool onednn_product(const MatrixRef& a, const MatrixRef& b, const OutRef& c, bool accumulate) {
+  NDGC_ASSERT(a.rows == c.rows && b.cols == c.cols && a.cols == b.rows, "onednn_product: shapes do not chain");
+  const std::int64_t m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0 || k == 0 || !onednn_enabled()) return false;
+  const Layout la = layout_of(a), lb = layout_of(b);
+  const Key key{m, n, k, read_transposed(la), read_transposed(lb)};
+  OneOpenMpThread one_thread;
+  ThreadCache& cache = thread_cache();
+  Entry& e = cache.entry(key);
+  if (!e.primitive) return false;
+
+  const float* ap = dense(a, la, cache.a_copy);
+  const float* bp = dense(b, lb, cache.b_copy);
+  const bool direct = !accumulate && (c.row_stride == n || m <= 1);
+  float* cp = direct ? c.data : cache.c_copy.floats(m * n);
+  check(dnnl_memory_set_data_handle(e.a, const_cast<float*>(ap)), "data handle");
+  check(dnnl_memory_set_data_handle(e.b, const_cast<float*>(bp)), "data handle");
+  check(dnnl_memory_set_data_handle(e.c, cp), "data handle");
+  check(dnnl_memory_set_data_handle(e.scratchpad, cache.scratchpad.bytes(std::max<std::size_t>(e.scratchpad_bytes, 1))),
+        "data handle");
+  const dnnl_exec_arg_t args[] = {
+      {DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}, {DNNL_ARG_SCRATCHPAD, e.scratchpad}};
+  check(dnnl_primitive_execute(e.primitive, cache.stream(), int(std::size(args)), args), "execute");
+  if (accumulate) add_rows(cp, n, c.data, c.row_stride, m, n);
+  else if (!direct) copy_rows(cp, n, c.data, c.row_stride, m, n);
+  g_products.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+#endif
+
+}  // namespace ndgc::ops::cpu

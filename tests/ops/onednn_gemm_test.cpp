@@ -1,0 +1,115 @@
+// Note [Products through oneDNN]: float32 products through oneDNN's matmul,
+// each operand layout against a double-precision loop, and the products
+// ndgc's matmul sends there.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "ndgc/ndgc.hpp"
+#include "ops/cpu/onednn_gemm.hpp"
+
+namespace ndgc {
+namespace {
+
+using ops::cpu::MatrixRef;
+using ops::cpu::OutRef;
+
+// A rows × cols matrix stored with the given strides in a buffer of its own.
+struct Stored {
+  std::vector<float> data;
+  MatrixRef ref;
+};
+
+Stored stored(std::int64_t rows, std::int64_t cols, std::int64_t row_stride, std::int64_t col_stride,
+              std::uint32_t seed) {
+  Stored s;
+  const std::int64_t span = (rows - 1) * row_stride + (cols - 1) * col_stride + 1;
+  s.data.assign(std::size_t(span), -7.0f);  // padding: wrong if read
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j)
+      s.data[std::size_t(i * row_stride + j * col_stride)] = float(int((i * 31 + j * 17 + seed) % 23) - 11) / 8.0f;
+  s.ref = {s.data.data(), rows, cols, row_stride, col_stride};
+  return s;
+}
+
+double at(const MatrixRef& x, std::int64_t i, std::int64_t j) { return x.data[i * x.row_stride + j * x.col_stride]; }
+
+// c (+)= a · b through onednn_product, against a loop; padding of c untouched.
+void check_product(const Stored& a, const Stored& b, std::int64_t c_stride, bool accumulate) {
+  const std::int64_t m = a.ref.rows, k = a.ref.cols, n = b.ref.cols;
+  std::vector<float> c(std::size_t((m - 1) * c_stride + n), 0.5f);
+  const std::vector<float> before = c;
+  REQUIRE(ops::cpu::onednn_product(a.ref, b.ref, OutRef{c.data(), m, n, c_stride}, accumulate));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double want = accumulate ? 0.5 : 0.0;
+      for (std::int64_t p = 0; p < k; ++p) want += at(a.ref, i, p) * at(b.ref, p, j);
+      CHECK(c[std::size_t(i * c_stride + j)] == doctest::Approx(want).epsilon(1e-5));
+    }
+    for (std::int64_t j = n; j < c_stride && i + 1 < m; ++j) CHECK(c[std::size_t(i * c_stride + j)] == 0.5f);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("oneDNN products: every operand layout, padded outputs, accumulation, against a loop") {
+  if (!ops::cpu::onednn_enabled()) {
+    MESSAGE("skipped: float32 products do not go to oneDNN in this build or on this CPU (NDGC_CPU_GEMM, AVX-512)");
+    return;
+  }
+  const std::int64_t m = 37, k = 53, n = 70;
+  SUBCASE("dense, row-major and transposed") {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        const Stored a = ta ? stored(m, k, 1, m, 1) : stored(m, k, k, 1, 1);
+        const Stored b = tb ? stored(k, n, 1, k, 2) : stored(k, n, n, 1, 2);
+        check_product(a, b, n, false);
+      }
+  }
+  SUBCASE("tiles of wider matrices: padded rows and padded columns, copied first") {
+    check_product(stored(m, k, k + 5, 1, 3), stored(k, n, n + 9, 1, 4), n, false);
+    check_product(stored(m, k, 1, m + 3, 5), stored(k, n, 1, k + 2, 6), n, false);
+  }
+  SUBCASE("neither axis of unit stride") { check_product(stored(m, k, 2 * k, 2, 7), stored(k, n, 3 * n, 3, 8), n, false); }
+  SUBCASE("a padded output, assigned and accumulated") {
+    check_product(stored(m, k, k, 1, 9), stored(k, n, n, 1, 10), n + 11, false);
+    check_product(stored(m, k, k, 1, 9), stored(k, n, n, 1, 10), n + 11, true);
+    check_product(stored(m, k, k, 1, 9), stored(k, n, n, 1, 10), n, true);
+  }
+  SUBCASE("a single row and a single column") {
+    check_product(stored(1, k, k, 1, 11), stored(k, n, n, 1, 12), n, false);
+    check_product(stored(m, k, k, 1, 13), stored(k, 1, 1, 1, 14), 1, false);
+  }
+}
+
+TEST_CASE("oneDNN products: an empty product is not served, and leaves the output alone") {
+  std::vector<float> a(4, 1.0f), b(4, 1.0f), c(4, 3.0f);
+  CHECK_FALSE(ops::cpu::onednn_product({a.data(), 2, 0, 0, 1}, {b.data(), 0, 2, 2, 1}, {c.data(), 2, 2, 2}, false));
+  CHECK(c == std::vector<float>(4, 3.0f));
+}
+
+TEST_CASE("ndgc's float32 matmul goes to oneDNN where it is enabled, with the same bits at 1 and 2 threads") {
+  NDManager m = NDManager::new_base_manager("onednn-matmul-threads");
+  set_random_seed(5);
+  const int threads = num_threads();
+  // 512 × 2048 × 300: cut into 16 column blocks, each padded (copied) for oneDNN.
+  NDArray a = m.random_uniform({512, 300}), b = m.random_uniform({300, 2048});
+  const std::uint64_t before = ops::cpu::onednn_products();
+  set_num_threads(1);
+  const std::vector<float> one = a.matmul(b).to_vector<float>();
+  const std::uint64_t calls = ops::cpu::onednn_products() - before;
+  set_num_threads(2);
+  const std::vector<float> two = a.matmul(b).to_vector<float>();
+  set_num_threads(threads);
+  CHECK(one == two);
+  CHECK(calls == (ops::cpu::onednn_enabled() ? 16u : 0u));
+  // Against float64 Eigen: same values to float32's rounding.
+  const std::vector<double> wide = a.to_type(DataType::float64).matmul(b.to_type(DataType::float64)).to_vector<double>();
+  for (std::size_t i = 0; i < wide.size(); i += 997) CHECK(one[i] == doctest::Approx(wide[i]).epsilon(1e-5));
+}
+
+}  // namespace ndgc
