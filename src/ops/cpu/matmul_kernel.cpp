@@ -61,9 +61,10 @@ void with_matrix(const T* data, std::int64_t rows, std::int64_t cols, std::int64
 //   of each operand. At 2048³ on one core this took ndgc from 0.80-0.91× of
 //   one unsplit Eigen GEMM to 0.98-1.01× (perf/RESULTS.md, issue 40). Squarer
 //   tiles for the other shapes measured no better, and some worse.
-//   oneDNN's products keep the blocks: a tile of the 4 × 4 grid is padded on
-//   both sides and must be copied (Note [Products through oneDNN]), and at
-//   2048³ that measured 81 GFLOP/s against 97-104 for the blocks.
+//   oneDNN's products keep the blocks, 8 of them there rather than 16: a
+//   tile of the 4 × 4 grid is padded on both sides and must be copied (Note
+//   [Products through oneDNN]). At 2048³ the grid measured 81 GFLOP/s, 16
+//   blocks 95-98 and 8 blocks 99-104, against 102-103 for one unsplit call.
 constexpr std::int64_t kSplitWork = std::int64_t(1) << 22;
 constexpr std::int64_t kMinSide = 64, kSquareSide = 1024;
 
@@ -82,11 +83,13 @@ Tiles tiles_of(std::int64_t m, std::int64_t n, std::int64_t k, bool square_grid)
     const std::int64_t rows = tile_side(m, 4), cols = tile_side(n, 4);
     return {rows, cols, (m + rows - 1) / rows, (n + cols - 1) / cols};
   }
+  // oneDNN's blocks of a large square product: 8, not 16 (see the Note).
+  const std::int64_t parts = std::min(m, n) >= kSquareSide ? 8 : 16;
   if (m >= n) {
-    const std::int64_t rows = std::max(kMinSide, tile_side(m, 16));
+    const std::int64_t rows = std::max(kMinSide, tile_side(m, parts));
     return {rows, n, (m + rows - 1) / rows, 1};
   }
-  const std::int64_t cols = std::max(kMinSide, tile_side(n, 16));
+  const std::int64_t cols = std::max(kMinSide, tile_side(n, parts));
   return {m, cols, 1, (n + cols - 1) / cols};
 }
 
