@@ -683,6 +683,9 @@ TEST_CASE("ndgc-train: errors give a message and a non-zero exit, no crash") {
   CHECK(run_program(fmt::format("--data-dir '{}' --out '{}'", (tmp.path / "nothing").string(), tmp.path.string()), log,
                     "NDGC_HOST_CACHE_BYTES=lots") != 0);
   CHECK(read_text(log).find("NDGC_HOST_CACHE_BYTES") != std::string::npos);
+  CHECK(run_program(fmt::format("--data-dir '{}' --out '{}'", (tmp.path / "nothing").string(), tmp.path.string()), log,
+                    "NDGC_CPU_GEMM=blas") != 0);
+  CHECK(read_text(log).find("NDGC_CPU_GEMM='blas' is not understood: use onednn or eigen") != std::string::npos);
 }
 
 TEST_CASE("ndgc-train --device gpu:N that this machine cannot use: exit 2, one line naming the device and why") {

@@ -293,7 +293,10 @@ const float* dense(const MatrixRef& x, Layout layout, Buffer& copy) {
 }  // namespace
 
 bool onednn_enabled() {
-  static const bool on = support::options().cpu_gemm == "onednn" && engine() != nullptr;
+  // brgemm needs AVX-512 (which Valgrind, for one, does not offer).
+  static const bool on = support::options().cpu_gemm == "onednn" &&
+                         (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core &&
+                         engine() != nullptr;
   return on;
 }
 
