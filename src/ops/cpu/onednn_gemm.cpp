@@ -14,7 +14,10 @@
 //   out), with their memory objects and a scratchpad buffer that only grows.
 //   oneDNN itself allocates a little on every execute (its argument map,
 //   freed before it returns): onednn_products() counts the calls so that the
-//   steady-step allocation tests can tell those apart from ndgc's.
+//   steady-step allocation tests can tell those apart from ndgc's. The
+//   buffers are the thread's, as Eigen's blocking buffers are: outside the
+//   manager's accounting and NDGC_MAX_BYTES, sized by the largest tile the
+//   thread has run, and kept until the thread ends.
 // - Dense operands only. oneDNN's fast kernels take a row-major or a
 //   transposed matrix without padding; with a leading dimension it falls
 //   back to a GEMM that mallocs its packing buffers on every call. So a tile
