@@ -5,7 +5,8 @@
 # The prefix is found relative to the .pc file (${pcfiledir}), so the file
 # stays right when the tree is installed with `cmake --install --prefix`
 # elsewhere than configured, or moved. A static libndgc.a needs zlib, fmt and
-# threads at link time: `pkg-config --static` adds them (Libs.private).
+# threads at link time, and oneDNN with its OpenMP runtime where the build
+# uses it: `pkg-config --static` adds them (Requires.private, Libs.private).
 set(_ndgc_pcdir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 if(IS_ABSOLUTE "${_ndgc_pcdir}")
   set(NDGC_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
@@ -21,5 +22,9 @@ foreach(_dir LIBDIR INCLUDEDIR)
     set(NDGC_PC_${_dir} "\${prefix}/${CMAKE_INSTALL_${_dir}}")
   endif()
 endforeach()
+set(NDGC_PC_LIBS_PRIVATE "")
+if(NDGC_HAVE_ONEDNN)
+  set(NDGC_PC_LIBS_PRIVATE "-ldnnl -lgomp")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ndgc.pc.in ${PROJECT_BINARY_DIR}/ndgc.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/ndgc.pc DESTINATION ${_ndgc_pcdir})

@@ -80,15 +80,16 @@ TEST_CASE("oneDNN products: every operand layout, padded outputs, accumulation, 
     check_product(stored(m, k, k, 1, 9), stored(k, n, n, 1, 10), n + 11, true);
     check_product(stored(m, k, k, 1, 9), stored(k, n, n, 1, 10), n, true);
   }
-  SUBCASE("a single row and a single column") {
-    check_product(stored(1, k, k, 1, 11), stored(k, n, n, 1, 12), n, false);
-    check_product(stored(m, k, k, 1, 13), stored(k, 1, 1, 1, 14), 1, false);
+  SUBCASE("a single row and a single column (long enough to be served)") {
+    check_product(stored(1, 512, 512, 1, 11), stored(512, 160, 160, 1, 12), 160, false);
+    check_product(stored(160, 512, 512, 1, 13), stored(512, 1, 1, 1, 14), 1, false);
   }
 }
 
-TEST_CASE("oneDNN products: an empty product is not served, and leaves the output alone") {
+TEST_CASE("oneDNN products: empty and small products are not served, and leave the output alone") {
   std::vector<float> a(4, 1.0f), b(4, 1.0f), c(4, 3.0f);
   CHECK_FALSE(ops::cpu::onednn_product({a.data(), 2, 0, 0, 1}, {b.data(), 0, 2, 2, 1}, {c.data(), 2, 2, 2}, false));
+  CHECK_FALSE(ops::cpu::onednn_product({a.data(), 2, 2, 2, 1}, {b.data(), 2, 2, 2, 1}, {c.data(), 2, 2, 2}, false));
   CHECK(c == std::vector<float>(4, 3.0f));
 }
 

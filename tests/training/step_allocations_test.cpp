@@ -126,7 +126,9 @@ TEST_CASE("oneDNN's products allocate a fixed few small blocks each, and a stead
   run.autoclose = true;
   run.architecture = Architecture::mlp(kIn, kOut, {128, 64});
   const double products = test::per_step(run, [] { return ops::cpu::onednn_products(); });
-  CHECK(products == 8);  // 3 forward, 2 + 3 backward (no input gradient for the first layer)
+  // Of the 8 products (3 forward, 2 + 3 backward: no input gradient for the
+  // first layer), the 3 of the 64 -> 10 layer are under oneDNN's bound.
+  CHECK(products == 5);
 }
 
 TEST_CASE("the allocation counter sees allocations (so the bound above can fail)" *
