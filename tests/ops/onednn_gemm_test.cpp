@@ -1,10 +1,12 @@
 // Note [Products through oneDNN]: float32 products through oneDNN's matmul,
-// each operand layout against a double-precision loop, and the products
-// ndgc's matmul sends there.
+// each operand layout against a double-precision loop, four threads at once,
+// and the products ndgc's matmul sends there.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "ndgc/ndgc.hpp"
@@ -91,6 +93,45 @@ TEST_CASE("oneDNN products: empty and small products are not served, and leave t
   CHECK_FALSE(ops::cpu::onednn_product({a.data(), 2, 0, 0, 1}, {b.data(), 0, 2, 2, 1}, {c.data(), 2, 2, 2}, false));
   CHECK_FALSE(ops::cpu::onednn_product({a.data(), 2, 2, 2, 1}, {b.data(), 2, 2, 2, 1}, {c.data(), 2, 2, 2}, false));
   CHECK(c == std::vector<float>(4, 3.0f));
+}
+
+TEST_CASE("oneDNN products from four threads at once: each thread's own primitives, the same results") {
+  if (!ops::cpu::onednn_enabled()) {
+    MESSAGE("skipped: float32 products do not go to oneDNN in this build or on this CPU");
+    return;
+  }
+  // Three shapes, one of them padded (copied), in a different order on each thread.
+  const Stored a1 = stored(64, 96, 96, 1, 1), b1 = stored(96, 80, 80, 1, 2);
+  const Stored a2 = stored(48, 130, 1, 48, 3), b2 = stored(130, 70, 90, 1, 4);
+  const Stored a3 = stored(100, 64, 64, 1, 5), b3 = stored(64, 128, 1, 64, 6);
+  struct Case {
+    const Stored *a, *b;
+    std::vector<float> want;
+  };
+  std::vector<Case> cases{{&a1, &b1, {}}, {&a2, &b2, {}}, {&a3, &b3, {}}};
+  for (Case& c : cases) {
+    c.want.assign(std::size_t(c.a->ref.rows * c.b->ref.cols), 0.0f);
+    REQUIRE(ops::cpu::onednn_product(c.a->ref, c.b->ref, OutRef{c.want.data(), c.a->ref.rows, c.b->ref.cols, c.b->ref.cols},
+                                     false));
+  }
+  std::atomic<int> mismatches{0}, unserved{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<float> out;
+      for (int round = 0; round < 50; ++round) {
+        const Case& c = cases[std::size_t((round + t) % 3)];
+        out.assign(c.want.size(), -1.0f);
+        if (!ops::cpu::onednn_product(c.a->ref, c.b->ref, OutRef{out.data(), c.a->ref.rows, c.b->ref.cols, c.b->ref.cols},
+                                      false))
+          ++unserved;
+        else if (out != c.want)
+          ++mismatches;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(unserved == 0);
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("ndgc's float32 matmul goes to oneDNN where it is enabled, with the same bits at 1 and 2 threads") {
