@@ -79,6 +79,14 @@ TEST_CASE("onnx::load: attributes and dtypes ndgc cannot run are refused at load
   check_refused<InvalidArgument>(pool.write(dir / "ceil.onnx"),
                                  "AveragePool 'ceil': AveragePool's ceil_mode with padding, or with a stride past the kernel");
 
+  GraphBuilder padded;  // ONNX Runtime's rule: a pool's pads are smaller than its kernel
+  padded.input("x", {1, 1, 4, 4}).output("y", {1, 1, 8, 4});
+  auto& pp = padded.node("AveragePool", {"x"}, {"y"}, "wide");
+  GraphBuilder::attr(pp, "kernel_shape", std::vector<std::int64_t>{3, 1});
+  GraphBuilder::attr(pp, "pads", std::vector<std::int64_t>{3, 0, 3, 0});
+  check_refused<InvalidArgument>(padded.write(dir / "padded.onnx"),
+                                 "AveragePool 'wide': pads (3 and 3) must be smaller than the kernel (3)");
+
   GraphBuilder unsigned16;
   unsigned16.input("x", {2}, ::onnx::TensorProto::UINT16).output("y", {2}, ::onnx::TensorProto::UINT16);
   unsigned16.node("Relu", {"x"}, {"y"}, "r");
