@@ -109,7 +109,7 @@ double read_scalar(const NDArray& array) {
 }
 
 int axis_in(std::int64_t axis, int rank, const Node& node) {
-  if (axis < -rank || axis >= std::max(rank, 1))
+  if (axis < -rank || axis >= rank)
     throw InvalidArgument(fmt::format("onnx: {}: axis {} is out of range for rank {}", node.label(), axis, rank));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }

@@ -157,6 +157,26 @@ TEST_CASE("onnx ScatterElements 'mul': every update reaching a position multipli
   CHECK(u.gradient().to_vector<float>() == std::vector<float>{36, 30, 20, 42});
 }
 
+TEST_CASE("onnx axes: a scalar has none, so slicing or gathering one is an error naming the axis") {
+  // A fuzzed Slice of a scalar indexed a per-axis list of no entries (UBSan).
+  test::TempFolder dir("scalar_axes");
+  NDManager batch = NDManager::new_base_manager("batch");
+  GraphBuilder g;
+  g.input("x", {}).output("y", {});
+  g.ints("from", {1}, {0}).ints("to", {1}, {1});
+  g.node("Slice", {"x", "from", "to"}, {"y"}, "cut");
+  onnx::Imported net = onnx::load(g.write(dir / "slice.onnx"), "slice");
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{batch.create_scalar(1.0f)}, false),
+                       doctest::Contains("'cut': axis 0 is out of range for rank 0"), InvalidArgument);
+  GraphBuilder h;
+  h.input("x", {}).output("y", {});
+  h.ints("at", {}, {0});
+  h.node("Gather", {"x", "at"}, {"y"}, "pick");
+  onnx::Imported gather = onnx::load(h.write(dir / "gather.onnx"), "gather");
+  CHECK_THROWS_WITH_AS(gather.model.block().forward(NDList{batch.create_scalar(1.0f)}, false),
+                       doctest::Contains("'pick': axis 0 is out of range for rank 0"), InvalidArgument);
+}
+
 TEST_CASE("onnx scatters: two updates for one position under 'none' are an error; an unknown reduction is refused "
           "at load") {
   test::TempFolder dir("scatter_bad");
