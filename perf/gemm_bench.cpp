@@ -1,8 +1,9 @@
 // float32 products at one thread, for the shapes ndgc's models make (issue
-// 40): ndgc's matmul as shipped (Eigen's GEMM in fixed blocks) against a bare
-// Eigen product, OpenBLAS (the serial build), BLIS (the serial build, native
-// API) and oneDNN's sgemm, each where found (tools/bootstrap --perf installs
-// them). GFLOP/s per benchmark.
+// 40): ndgc's matmul as shipped (fixed blocks, each one oneDNN matmul call
+// where the build has it, else one Eigen GEMM) against a bare Eigen product,
+// OpenBLAS (the serial build), BLIS (the serial build, native API) and
+// oneDNN's `dnnl_sgemm` (one unsplit call), each where found (tools/bootstrap
+// --perf installs them). GFLOP/s per benchmark.
 //
 //   build/perf/bench_gemm --benchmark_filter='square_2048'
 //
