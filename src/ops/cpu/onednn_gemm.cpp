@@ -125,7 +125,9 @@ class Buffer {
 };
 
 // How an operand is laid out: dense (row-major or transposed), rows or
-// columns with a leading dimension (a tile of a wider matrix), or neither.
+// columns with a leading dimension (a tile of a wider matrix), or neither
+// (not served: matmul_kernel.cpp's with_matrix has already copied such an
+// operand row-major before a product gets here).
 enum class Layout { row_major, transposed, padded_rows, padded_columns, strided };
 
 Layout layout_of(const MatrixRef& x) {
@@ -274,7 +276,7 @@ void add_rows(const float* from, std::int64_t from_stride, float* to, std::int64
 
 // x without padding: itself when it is dense, else copied into `copy`, row
 // by row or column by column as it is laid out (read_transposed(layout)
-// says which).
+// says which). Never called for a strided x.
 const float* dense(const MatrixRef& x, Layout layout, Buffer& copy) {
   switch (layout) {
     case Layout::row_major:
@@ -293,10 +295,8 @@ const float* dense(const MatrixRef& x, Layout layout, Buffer& copy) {
     case Layout::strided:
       break;
   }
-  float* out = copy.floats(x.rows * x.cols);
-  for (std::int64_t i = 0; i < x.rows; ++i)
-    for (std::int64_t j = 0; j < x.cols; ++j) out[i * x.cols + j] = x.data[i * x.row_stride + j * x.col_stride];
-  return out;
+  NDGC_ASSERT(false, "onednn_product: a strided operand is not served");
+  return nullptr;
 }
 
 }  // namespace
@@ -314,6 +314,7 @@ bool onednn_product(const MatrixRef& a, const MatrixRef& b, const OutRef& c, boo
   const std::int64_t m = c.rows, n = c.cols, k = a.cols;
   if (m * n * k < kMinWork || !onednn_enabled()) return false;
   const Layout la = layout_of(a), lb = layout_of(b);
+  if (la == Layout::strided || lb == Layout::strided) return false;
   const Key key{m, n, k, read_transposed(la), read_transposed(lb)};
   OneOpenMpThread one_thread;
   ThreadCache& cache = thread_cache();

@@ -25,7 +25,8 @@ bool onednn_enabled();
 // c = a · b, or c += a · b when `accumulate`, computed on the calling thread
 // alone. False, with c untouched, where oneDNN does not serve the product:
 // a build or a CPU without it, NDGC_CPU_GEMM=eigen, a product of fewer than
-// 65,536 multiply-adds, or a shape its fast kernels do not take. The result depends on the shapes and layouts alone.
+// 65,536 multiply-adds, an operand with no axis of unit stride, or a shape
+// its fast kernels do not take. The result depends on the shapes and layouts alone.
 bool onednn_product(const MatrixRef& a, const MatrixRef& b, const OutRef& c, bool accumulate);
 
 // Products onednn_product has computed in this process: each makes a fixed,
