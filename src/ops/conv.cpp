@@ -1,4 +1,6 @@
-// conv2d: NCHW convolution through im2col and one GEMM per group.
+// conv2d: NCHW convolution through the engine's own convolution where it
+// has one (the CPU's: oneDNN's, Note [Convolutions through oneDNN] in
+// ops/cpu/onednn_conv.cpp), else through im2col and one GEMM per group.
 //
 // Note [Convolution as GEMM]
 // im2col writes the input's patches into a scratch matrix col [N, G, K, L]
@@ -82,19 +84,22 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias, Pai
   const std::int64_t k = pw->shape[1] * w.kernel[0] * w.kernel[1], l = hw[0] * hw[1];
   if (out->size() > 0) {
     Engine& e = engine(px->device);
-    const std::int64_t chunk = e.im2col_images(n, groups * k * l * std::int64_t(size_of(px->dtype)));
-    auto col = new_output(Shape{chunk, groups, k, l}, px->dtype, px->device, site, op);
     std::unique_ptr<ArrayImpl> wkeep;
-    TensorView wv = contiguous_of(*pw, wkeep, op);  // [G, O/G, K] in memory, stride 0 over N
-    wv.rank = 4;
-    const std::int64_t shape[4] = {n, groups, o / groups, k}, strides[4] = {0, (o / groups) * k, k, 1};
-    for (int i = 0; i < 4; ++i) wv.shape[i] = shape[i], wv.strides[i] = strides[i];
-    const TensorView xv = view_of(*px), yv = contiguous_view(out->data(), out->dtype, Shape{n, groups, o / groups, l});
-    Engine::for_each_chunk(n, chunk, [&](std::int64_t first, std::int64_t count) {
-      const TensorView cv = view_of(*col).narrow(0, 0, count);
-      e.im2col(xv.narrow(0, first, count), w, cv);
-      e.matmul(wv.narrow(0, first, count), cv, yv.narrow(0, first, count));
-    });
+    TensorView wv = contiguous_of(*pw, wkeep, op);
+    const TensorView xv = view_of(*px);
+    if (!e.conv2d_direct(xv, wv, w, view_of(*out))) {
+      const std::int64_t chunk = e.im2col_images(n, groups * k * l * std::int64_t(size_of(px->dtype)));
+      auto col = new_output(Shape{chunk, groups, k, l}, px->dtype, px->device, site, op);
+      wv.rank = 4;  // [G, O/G, K] in memory, stride 0 over N
+      const std::int64_t shape[4] = {n, groups, o / groups, k}, strides[4] = {0, (o / groups) * k, k, 1};
+      for (int i = 0; i < 4; ++i) wv.shape[i] = shape[i], wv.strides[i] = strides[i];
+      const TensorView yv = contiguous_view(out->data(), out->dtype, Shape{n, groups, o / groups, l});
+      Engine::for_each_chunk(n, chunk, [&](std::int64_t first, std::int64_t count) {
+        const TensorView cv = view_of(*col).narrow(0, 0, count);
+        e.im2col(xv.narrow(0, first, count), w, cv);
+        e.matmul(wv.narrow(0, first, count), cv, yv.narrow(0, first, count));
+      });
+    }
     if (pb) {
       const TensorView ov = view_of(*out);
       TensorView bv = view_of(**pb);

@@ -1,4 +1,5 @@
-// CPU kernels of conv2d: im2col and col2im (the pools are in pool_kernels.cpp).
+// CPU kernels of conv2d: oneDNN's convolution where it serves one
+// (onednn_conv.cpp), im2col and col2im (the pools are in pool_kernels.cpp).
 //
 // The index maths is ops/conv_math.hpp's (shared with the CUDA engine). The
 // work is split over independent rows of the column matrix or over (n, c)
@@ -10,6 +11,7 @@
 #include "ops/conv_math.hpp"
 #include "ops/cpu/cpu_engine.hpp"
 #include "ops/cpu/layer_dispatch.hpp"
+#include "ops/cpu/onednn_conv.hpp"
 
 namespace ndgc::ops::cpu {
 
@@ -24,6 +26,11 @@ std::int64_t CpuEngine::im2col_images(std::int64_t images, std::int64_t bytes) c
   constexpr std::int64_t kColumnBytesPerThread = std::int64_t(512) << 10;
   const std::int64_t fit = support::region_threads() * kColumnBytesPerThread / std::max<std::int64_t>(bytes, 1);
   return std::clamp<std::int64_t>(fit, 1, std::max<std::int64_t>(images, 1));
+}
+
+bool CpuEngine::conv2d_direct(const TensorView& x, const TensorView& weight, const Window2d& w,
+                              const TensorView& y) {
+  return onednn_conv2d(x, weight, w, y);
 }
 
 void CpuEngine::im2col(const TensorView& x, const Window2d& w, const TensorView& col) {

@@ -13,8 +13,8 @@
 //   keyed by shape and layout, up to kCapacity of them (least recently used
 //   out), with their memory objects and a scratchpad buffer that only grows.
 //   oneDNN itself allocates a little on every execute (its argument map,
-//   freed before it returns): onednn_products() counts the calls so that the
-//   steady-step allocation tests can tell those apart from ndgc's. The
+//   freed before it returns): inside_onednn() lets the steady-step
+//   allocation tests tell those apart from ndgc's. The
 //   buffers are the thread's, as Eigen's blocking buffers are: outside the
 //   manager's accounting and NDGC_MAX_BYTES, sized by the largest tile the
 //   thread has run, and kept until the thread ends.
@@ -26,8 +26,7 @@
 //   rows·cols·k multiply-adds. A product that only that fallback would take
 //   is left to Eigen.
 // - c += a · b is computed in the buffer and added, not with oneDNN's sum
-//   post-op: with it an execute made two more allocations (8, not 6), and
-//   one count per call lets the tests tell oneDNN's allocations from ours.
+//   post-op: with it an execute made two more allocations (8, not 6).
 // - NDGC_CPU_GEMM=eigen turns it off (to compare, or to run under Valgrind,
 //   which has no AVX-512 and so no brgemm anyway).
 #include "ops/cpu/onednn_gemm.hpp"
@@ -38,25 +37,12 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
-#include <new>
-#include <string_view>
 #include <utility>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.h>
-
-#include <fmt/format.h>
-
-#include "ndgc/error.hpp"
+#include "ops/cpu/onednn_support.hpp"
 #include "support/assert.hpp"
-#include "support/options.hpp"
 #include "support/scope_exit.hpp"
-
-// OpenMP's two calls, declared here rather than through <omp.h>: the runtime
-// is oneDNN's (libgomp), whichever compiler builds ndgc, and clang's own
-// <omp.h> belongs to another runtime.
-extern "C" int omp_get_max_threads();
-extern "C" void omp_set_num_threads(int);
 #endif
 
 namespace ndgc::ops::cpu {
@@ -68,7 +54,6 @@ std::uint64_t onednn_products() noexcept { return g_products.load(std::memory_or
 
 #if !NDGC_HAVE_ONEDNN
 
-bool onednn_enabled() { return false; }
 bool onednn_product(const MatrixRef&, const MatrixRef&, const OutRef&, bool) { return false; }
 
 #else
@@ -82,47 +67,6 @@ constexpr std::size_t kCapacity = 64;  // primitives kept per thread
 // took 0.89-0.94 ms with this bound, 1.02-1.10 ms with none, 0.98-1.05 ms on
 // Eigen alone.
 constexpr std::int64_t kMinWork = std::int64_t(1) << 16;
-constexpr std::align_val_t kAlign{64};
-
-// The calling thread's OpenMP held to one thread while it lives.
-class OneOpenMpThread {
- public:
-  OneOpenMpThread() : previous_(omp_get_max_threads()) {
-    if (previous_ != 1) omp_set_num_threads(1);
-  }
-  OneOpenMpThread(const OneOpenMpThread&) = delete;
-  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
-  ~OneOpenMpThread() {
-    if (previous_ != 1) omp_set_num_threads(previous_);
-  }
-
- private:
-  int previous_;
-};
-
-// A 64-byte aligned buffer that grows and never shrinks.
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { ::operator delete(data_, kAlign); }
-  float* floats(std::int64_t count) { return static_cast<float*>(bytes(std::size_t(count) * sizeof(float))); }
-  void* bytes(std::size_t size) {
-    if (size > size_) {
-      ::operator delete(data_, kAlign);
-      data_ = nullptr;
-      size_ = 0;
-      data_ = ::operator new(size, kAlign);
-      size_ = size;
-    }
-    return data_;
-  }
-
- private:
-  void* data_ = nullptr;
-  std::size_t size_ = 0;
-};
 
 // How an operand is laid out: dense (row-major or transposed), rows or
 // columns with a leading dimension (a tile of a wider matrix), or neither
@@ -161,19 +105,12 @@ struct Entry {
   }
 };
 
-dnnl_engine_t engine() {
-  // Shared by every thread (a CPU engine is), created once, kept to the end.
-  static const dnnl_engine_t e = [] {
-    dnnl_engine_t created = nullptr;
-    return dnnl_engine_create(&created, dnnl_cpu, 0) == dnnl_success ? created : nullptr;
-  }();
-  return e;
-}
+using onednn::Buffer;
+using onednn::engine;
 
-void check(dnnl_status_t status, const char* what) {
-  if (status != dnnl_success)
-    throw Error(fmt::format("matmul: oneDNN's {} failed (status {})", what, static_cast<int>(status)));
-}
+constexpr const char* kOp = "matmul";
+
+void check(dnnl_status_t status, const char* what) { onednn::check(status, kOp, what); }
 
 // Fills e with a primitive for `key`, or leaves e.primitive null where only a
 // slow or allocating implementation would take it.
@@ -194,9 +131,7 @@ void create(Entry& e, const Key& key, dnnl_engine_t eng) {
   dnnl_primitive_desc_t pd = nullptr;
   if (dnnl_primitive_desc_create(&pd, &md, attr, eng, nullptr) != dnnl_success) return;
   support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
-  const char* impl = "";
-  check(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl), "implementation query");
-  if (!std::string_view(impl).starts_with("brg")) return;
+  if (!onednn::implemented_by(pd, {"brg"}, kOp)) return;
 
   const dnnl_memory_desc_t* sd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   e.scratchpad_bytes = dnnl_memory_desc_get_size(sd);
@@ -218,13 +153,9 @@ class ThreadCache {
   ThreadCache& operator=(const ThreadCache&) = delete;
   ~ThreadCache() {
     for (Entry& e : entries_) e.release();
-    if (stream_) dnnl_stream_destroy(stream_);
   }
 
-  dnnl_stream_t stream() {
-    if (!stream_) check(dnnl_stream_create(&stream_, engine(), dnnl_stream_default_flags), "stream");
-    return stream_;
-  }
+  dnnl_stream_t stream() { return stream_.get(kOp); }
 
   Entry& entry(const Key& key) {
     ++clock_;
@@ -251,7 +182,7 @@ class ThreadCache {
  private:
   std::vector<Entry> entries_;
   std::uint64_t clock_ = 0;
-  dnnl_stream_t stream_ = nullptr;
+  onednn::Stream stream_;
 };
 
 ThreadCache& thread_cache() {
@@ -301,14 +232,6 @@ const float* dense(const MatrixRef& x, Layout layout, Buffer& copy) {
 
 }  // namespace
 
-bool onednn_enabled() {
-  // brgemm needs AVX-512 (which Valgrind, for one, does not offer).
-  static const bool on = support::options().cpu_gemm == "onednn" &&
-                         (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core &&
-                         engine() != nullptr;
-  return on;
-}
-
 bool onednn_product(const MatrixRef& a, const MatrixRef& b, const OutRef& c, bool accumulate) {
   NDGC_ASSERT(a.rows == c.rows && b.cols == c.cols && a.cols == b.rows, "onednn_product: shapes do not chain");
   const std::int64_t m = c.rows, n = c.cols, k = a.cols;
@@ -316,7 +239,7 @@ bool onednn_product(const MatrixRef& a, const MatrixRef& b, const OutRef& c, boo
   const Layout la = layout_of(a), lb = layout_of(b);
   if (la == Layout::strided || lb == Layout::strided) return false;
   const Key key{m, n, k, read_transposed(la), read_transposed(lb)};
-  OneOpenMpThread one_thread;
+  onednn::OneOpenMpThread one_thread;
   ThreadCache& cache = thread_cache();
   Entry& e = cache.entry(key);
   if (!e.primitive) return false;
@@ -332,7 +255,7 @@ bool onednn_product(const MatrixRef& a, const MatrixRef& b, const OutRef& c, boo
         "data handle");
   const dnnl_exec_arg_t args[] = {
       {DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}, {DNNL_ARG_SCRATCHPAD, e.scratchpad}};
-  check(dnnl_primitive_execute(e.primitive, cache.stream(), int(std::size(args)), args), "execute");
+  onednn::execute(e.primitive, cache.stream(), int(std::size(args)), args, kOp);
   if (accumulate) add_rows(cp, n, c.data, c.row_stride, m, n);
   else if (!direct) copy_rows(cp, n, c.data, c.row_stride, m, n);
   g_products.fetch_add(1, std::memory_order_relaxed);

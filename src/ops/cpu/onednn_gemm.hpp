@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "ops/cpu/onednn.hpp"
+
 namespace ndgc::ops::cpu {
 
 // A float32 matrix: element (i, j) at data[i * row_stride + j * col_stride].
@@ -18,10 +20,6 @@ struct OutRef {
   std::int64_t rows, cols, row_stride;
 };
 
-// Whether float32 products go to oneDNN: a build and a CPU with it, and
-// NDGC_CPU_GEMM not set to eigen.
-bool onednn_enabled();
-
 // c = a · b, or c += a · b when `accumulate`, computed on the calling thread
 // alone. False, with c untouched, where oneDNN does not serve the product:
 // a build or a CPU without it, NDGC_CPU_GEMM=eigen, a product of fewer than
@@ -29,9 +27,7 @@ bool onednn_enabled();
 // its fast kernels do not take. The result depends on the shapes and layouts alone.
 bool onednn_product(const MatrixRef& a, const MatrixRef& b, const OutRef& c, bool accumulate);
 
-// Products onednn_product has computed in this process: each makes a fixed,
-// small number of heap allocations inside oneDNN (its argument map), freed
-// before it returns. The steady-step allocation tests count them.
+// Products onednn_product has computed in this process.
 std::uint64_t onednn_products() noexcept;
 
 }  // namespace ndgc::ops::cpu

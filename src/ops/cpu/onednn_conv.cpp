@@ -1,0 +1,358 @@
+// float32 convolutions through oneDNN's convolution primitive.
+//
+// Note [Convolutions through oneDNN]
+// im2col writes kH·kW copies of every input pixel and reads them back for
+// the product (Note [Convolution as GEMM] in ops/conv.cpp): for resnet18 at
+// batch 16 that traffic left ndgc 1.1-1.8x behind LibTorch, whose CPU
+// convolutions are oneDNN's (perf/RESULTS.md, issues 39 and 40). oneDNN's
+// direct kernels (brgconv, jit) read each pixel once. So a float32 conv2d's
+// forward pass calls them where they serve it; its gradients stay on
+// im2col and the products.
+// - Fixed tasks, one thread each. A task is one image, or for a batch of
+//   fewer than 8 images one block of an image's output channels (a whole
+//   number of 16-channel groups, onednn_conv_blocks), chosen from the shapes
+//   alone, so the bits do not depend on the thread count. Each task holds
+//   OpenMP to one thread as the products do (Note [Products through oneDNN]
+//   in onednn_gemm.cpp) and runs on ndgc's pool.
+// - Layouts. oneDNN's fast kernels read and write blocked layouts (channels
+//   in groups of 16); ndgc's arrays are NCHW. A task reorders its image into
+//   the thread's buffer and its output back, each pixel read and written
+//   once. The weights are reordered once per call, on the calling thread,
+//   into its buffer, and every task reads them there.
+// - No allocation of ours in a steady loop: each thread keeps its
+//   primitives, keyed by the geometry, up to kCapacity of them (least
+//   recently used out), and buffers that only grow, as the products do.
+//   Outside the manager's accounting and NDGC_MAX_BYTES, kept until the
+//   thread ends: for resnet18's first convolution a task's output buffer is
+//   64 x 112 x 112 floats, 3.2 MB.
+// - Only oneDNN's direct kernels: a geometry for which it offers its GEMM
+//   fallback (which allocates on every call) or its reference kernels is
+//   left to im2col.
+#include "ops/cpu/onednn_conv.hpp"
+
+#include <atomic>
+
+#if NDGC_HAVE_ONEDNN
+#include <algorithm>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "ndgc/error.hpp"
+#include "ops/cpu/onednn_support.hpp"
+#include "support/assert.hpp"
+#include "support/parallel.hpp"
+#include "support/scope_exit.hpp"
+#endif
+
+namespace ndgc::ops::cpu {
+namespace {
+std::atomic<std::uint64_t> g_convolutions{0};
+
+constexpr std::int64_t kBlockChannels = 16;  // oneDNN's channel blocks on AVX-512
+constexpr std::int64_t kTasks = 8;           // tasks a small batch is cut into, at most
+constexpr std::int64_t kMinTaskWork = std::int64_t(1) << 22;
+}  // namespace
+
+std::uint64_t onednn_convolutions() noexcept { return g_convolutions.load(std::memory_order_relaxed); }
+
+std::int64_t onednn_conv_blocks(std::int64_t images, std::int64_t out_channels, std::int64_t groups,
+                                std::int64_t work) noexcept {
+  if (groups != 1 || images >= kTasks || images < 1) return 1;
+  const std::int64_t wanted = (kTasks + images - 1) / images;
+  const std::int64_t most = std::min(out_channels / kBlockChannels, work / kMinTaskWork);
+  for (std::int64_t blocks = std::min(wanted, most); blocks > 1; --blocks)
+    if (out_channels % blocks == 0 && (out_channels / blocks) % kBlockChannels == 0) return blocks;
+  return 1;
+}
+
+#if !NDGC_HAVE_ONEDNN
+
+bool onednn_conv2d(const TensorView&, const TensorView&, const Window2d&, const TensorView&) { return false; }
+
+#else
+
+namespace {
+
+using onednn::Buffer;
+using onednn::engine;
+
+constexpr const char* kOp = "conv2d";
+constexpr std::size_t kCapacity = 32;  // geometries kept per thread
+// Tasks of fewer multiply-adds stay on im2col: oneDNN's fixed cost per call
+// (the reorders, its argument maps) outweighs its faster kernel there.
+constexpr std::int64_t kMinWork = std::int64_t(1) << 16;
+
+void check(dnnl_status_t status, const char* what) { onednn::check(status, kOp, what); }
+
+// One task's convolution: an image, `out` of its output channels.
+struct Key {
+  std::int64_t channels = 0, height = 0, width = 0, out = 0, groups = 1;
+  std::int64_t kernel[2] = {}, stride[2] = {}, padding[2] = {}, dilation[2] = {};
+  bool operator==(const Key&) const = default;
+};
+
+// A primitive and the memory objects it runs on (their data set per call).
+struct Step {
+  dnnl_primitive_t primitive = nullptr;
+  dnnl_memory_t from = nullptr, weights = nullptr, to = nullptr, scratchpad = nullptr;
+  std::size_t scratchpad_bytes = 0;
+
+  void release() {
+    for (dnnl_memory_t* m : {&from, &weights, &to, &scratchpad})
+      if (*m) dnnl_memory_destroy(std::exchange(*m, nullptr));
+    if (primitive) dnnl_primitive_destroy(std::exchange(primitive, nullptr));
+  }
+
+  // Takes pd's primitive, with memory objects for `from`, `to` (and
+  // `weights` when given) and its scratchpad.
+  void make(const_dnnl_primitive_desc_t pd, const dnnl_memory_desc_t* from_md, const dnnl_memory_desc_t* to_md,
+            const dnnl_memory_desc_t* weights_md = nullptr) {
+    const dnnl_memory_desc_t* sd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    scratchpad_bytes = dnnl_memory_desc_get_size(sd);
+    check(dnnl_primitive_create(&primitive, pd), "primitive");
+    check(dnnl_memory_create(&from, from_md, engine(), DNNL_MEMORY_NONE), "memory");
+    check(dnnl_memory_create(&to, to_md, engine(), DNNL_MEMORY_NONE), "memory");
+    if (weights_md) check(dnnl_memory_create(&weights, weights_md, engine(), DNNL_MEMORY_NONE), "memory");
+    check(dnnl_memory_create(&scratchpad, sd, engine(), DNNL_MEMORY_NONE), "memory");
+  }
+
+  void run(dnnl_stream_t stream, const void* in, void* out, void* scratch, const void* weight_data = nullptr) const {
+    check(dnnl_memory_set_data_handle(from, const_cast<void*>(in)), "data handle");
+    check(dnnl_memory_set_data_handle(to, out), "data handle");
+    check(dnnl_memory_set_data_handle(scratchpad, scratch), "data handle");
+    if (weights) {
+      check(dnnl_memory_set_data_handle(weights, const_cast<void*>(weight_data)), "data handle");
+      const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, from},
+                                      {DNNL_ARG_WEIGHTS, weights},
+                                      {DNNL_ARG_DST, to},
+                                      {DNNL_ARG_SCRATCHPAD, scratchpad}};
+      onednn::execute(primitive, stream, int(std::size(args)), args, kOp);
+    } else {
+      const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+      onednn::execute(primitive, stream, int(std::size(args)), args, kOp);
+    }
+  }
+};
+
+dnnl_primitive_attr_t user_scratchpad_attr() {
+  dnnl_primitive_attr_t attr = nullptr;
+  check(dnnl_primitive_attr_create(&attr), "attribute");
+  if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    check(dnnl_runtime_error, "scratchpad mode");
+  }
+  return attr;
+}
+
+// A reorder from `from` to `to`, or nothing (primitive null) when they are the same layout.
+void make_reorder(Step& step, const dnnl_memory_desc_t* from, const dnnl_memory_desc_t* to) {
+  if (dnnl_memory_desc_equal(from, to)) return;
+  dnnl_primitive_attr_t attr = user_scratchpad_attr();
+  support::ScopeExit free_attr{[&] { dnnl_primitive_attr_destroy(attr); }};
+  dnnl_primitive_desc_t pd = nullptr;
+  check(dnnl_reorder_primitive_desc_create(&pd, from, engine(), to, engine(), attr), "reorder");
+  support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
+  step.make(pd, from, to);
+}
+
+struct Entry {
+  Key key;
+  Step conv, src_reorder, weight_reorder, dst_reorder;  // conv.primitive null: not served
+  std::size_t src_bytes = 0, weight_bytes = 0, dst_bytes = 0;
+  std::uint64_t last_use = 0;
+
+  void release() {
+    for (Step* s : {&conv, &src_reorder, &weight_reorder, &dst_reorder}) s->release();
+  }
+  std::size_t scratchpad_bytes() const {
+    return std::max({conv.scratchpad_bytes, src_reorder.scratchpad_bytes, weight_reorder.scratchpad_bytes,
+                     dst_reorder.scratchpad_bytes, std::size_t(1)});
+  }
+};
+
+std::int64_t out_size(const Key& k, int a) {
+  const std::int64_t in = a == 0 ? k.height : k.width;
+  return conv::out_size(in, k.kernel[a], k.stride[a], k.padding[a], k.dilation[a]);
+}
+
+// Fills e with the primitives for `key`, or leaves e.conv.primitive null
+// where only oneDNN's GEMM fallback or reference kernels would take it.
+void create(Entry& e, const Key& key) {
+  e.key = key;
+  const std::int64_t g = key.groups;
+  const dnnl_dims_t src_dims = {1, key.channels, key.height, key.width};
+  const dnnl_dims_t dst_dims = {1, key.out, out_size(key, 0), out_size(key, 1)};
+  const dnnl_dims_t plain_weights = {key.out, key.channels, key.kernel[0], key.kernel[1]};
+  const dnnl_dims_t grouped_weights = {g, key.out / g, key.channels / g, key.kernel[0], key.kernel[1]};
+  dnnl_memory_desc_t user_src, user_weights, user_dst, any_src, any_weights, any_dst;
+  check(dnnl_memory_desc_init_by_tag(&user_src, 4, src_dims, dnnl_f32, dnnl_nchw), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&user_dst, 4, dst_dims, dnnl_f32, dnnl_nchw), "memory desc");
+  if (g == 1) check(dnnl_memory_desc_init_by_tag(&user_weights, 4, plain_weights, dnnl_f32, dnnl_oihw), "memory desc");
+  else check(dnnl_memory_desc_init_by_tag(&user_weights, 5, grouped_weights, dnnl_f32, dnnl_goihw), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&any_src, 4, src_dims, dnnl_f32, dnnl_format_tag_any), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&any_dst, 4, dst_dims, dnnl_f32, dnnl_format_tag_any), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&any_weights, user_weights.ndims, user_weights.dims, dnnl_f32,
+                                     dnnl_format_tag_any),
+        "memory desc");
+  // oneDNN counts dilation from 0 (no gap), ndgc from 1; padding is symmetric.
+  const dnnl_dims_t strides = {key.stride[0], key.stride[1]};
+  const dnnl_dims_t dilates = {key.dilation[0] - 1, key.dilation[1] - 1};
+  const dnnl_dims_t padding = {key.padding[0], key.padding[1]};
+  // The right padding that makes oneDNN's output size ndgc's (the last
+  // window may not reach the padding's end).
+  dnnl_dims_t padding_r;
+  for (int a = 0; a < 2; ++a) {
+    const std::int64_t in = a == 0 ? key.height : key.width, span = (key.kernel[a] - 1) * key.dilation[a] + 1;
+    padding_r[a] = (dst_dims[2 + a] - 1) * key.stride[a] + span - in - key.padding[a];
+  }
+  dnnl_convolution_desc_t cd;
+  check(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src,
+                                                   &any_weights, nullptr, &any_dst, strides, dilates, padding,
+                                                   padding_r),
+        "convolution desc");
+  dnnl_primitive_attr_t attr = user_scratchpad_attr();
+  support::ScopeExit free_attr{[&] { dnnl_primitive_attr_destroy(attr); }};
+  dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_primitive_desc_create(&pd, &cd, attr, engine(), nullptr) != dnnl_success) return;
+  support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
+  if (!onednn::implemented_by(pd, {"brg", "jit"}, kOp)) return;
+
+  const dnnl_memory_desc_t* src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  const dnnl_memory_desc_t* weights = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  const dnnl_memory_desc_t* dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  support::ScopeExit undo{[&] {
+    if (!e.conv.scratchpad) e.release();  // a failure below leaves nothing half made
+  }};
+  make_reorder(e.src_reorder, &user_src, src);
+  make_reorder(e.weight_reorder, &user_weights, weights);
+  make_reorder(e.dst_reorder, dst, &user_dst);
+  e.src_bytes = dnnl_memory_desc_get_size(src);
+  e.weight_bytes = (dnnl_memory_desc_get_size(weights) + 63) / 64 * 64;
+  e.dst_bytes = dnnl_memory_desc_get_size(dst);
+  e.conv.make(pd, src, dst, weights);
+}
+
+// One thread's primitives, stream and buffers.
+class ThreadCache {
+ public:
+  ThreadCache() { entries_.reserve(kCapacity); }
+  ThreadCache(const ThreadCache&) = delete;
+  ThreadCache& operator=(const ThreadCache&) = delete;
+  ~ThreadCache() {
+    for (Entry& e : entries_) e.release();
+  }
+
+  dnnl_stream_t stream() { return stream_.get(kOp); }
+
+  Entry& entry(const Key& key) {
+    ++clock_;
+    for (Entry& e : entries_)
+      if (e.key == key) {
+        e.last_use = clock_;
+        return e;
+      }
+    Entry* slot = nullptr;
+    if (entries_.size() < kCapacity) {
+      slot = &entries_.emplace_back();
+    } else {
+      slot = &*std::min_element(entries_.begin(), entries_.end(),
+                                [](const Entry& x, const Entry& y) { return x.last_use < y.last_use; });
+      slot->release();
+    }
+    create(*slot, key);
+    slot->last_use = clock_;
+    return *slot;
+  }
+
+  Buffer scratchpad, src, dst, weights;
+
+ private:
+  std::vector<Entry> entries_;
+  std::uint64_t clock_ = 0;
+  onednn::Stream stream_;
+};
+
+ThreadCache& thread_cache() {
+  thread_local ThreadCache cache;
+  return cache;
+}
+
+// One task on the calling thread: y_block = x_image convolved by the
+// prepared weights of its block.
+void run_task(const Key& key, const float* x_image, const void* weights, float* y_block) {
+  onednn::OneOpenMpThread one_thread;
+  ThreadCache& cache = thread_cache();
+  const Entry& e = cache.entry(key);
+  if (!e.conv.primitive) throw Error("conv2d: oneDNN refused on one thread a convolution it took on another");
+  void* scratch = cache.scratchpad.bytes(e.scratchpad_bytes());
+  const void* src = x_image;
+  if (e.src_reorder.primitive) {
+    void* reordered = cache.src.bytes(e.src_bytes);
+    e.src_reorder.run(cache.stream(), x_image, reordered, scratch);
+    src = reordered;
+  }
+  void* dst = e.dst_reorder.primitive ? cache.dst.bytes(e.dst_bytes) : static_cast<void*>(y_block);
+  e.conv.run(cache.stream(), src, dst, scratch, weights);
+  if (e.dst_reorder.primitive) e.dst_reorder.run(cache.stream(), dst, y_block, scratch);
+  g_convolutions.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool contiguous_f32(const TensorView& v) {
+  return v.dtype == DataType::float32 && v.rank == 4 && v.is_contiguous() && v.size() > 0;
+}
+
+}  // namespace
+
+bool onednn_conv2d(const TensorView& x, const TensorView& weight, const Window2d& w, const TensorView& y) {
+  if (!contiguous_f32(x) || !contiguous_f32(weight) || !contiguous_f32(y) || !onednn_enabled()) return false;
+  const std::int64_t n = x.shape[0], o = y.shape[1], taps = weight.shape[1] * w.kernel[0] * w.kernel[1];
+  const std::int64_t work = o * y.shape[2] * y.shape[3] * taps;  // multiply-adds per image
+  const std::int64_t blocks = onednn_conv_blocks(n, o, w.groups, work);
+  if (work / blocks < kMinWork) return false;
+  Key key{x.shape[1], x.shape[2], x.shape[3], o / blocks, w.groups};
+  for (int a = 0; a < 2; ++a) {
+    key.kernel[a] = w.kernel[a];
+    key.stride[a] = w.stride[a];
+    key.padding[a] = w.padding[a];
+    key.dilation[a] = w.dilation[a];
+  }
+
+  // The weights, reordered once for every task (each block's apart).
+  const float* user_weights = static_cast<const float*>(weight.data);
+  const std::int64_t block_weights = weight.size() / blocks;
+  const void* prepared[kTasks] = {};
+  {
+    onednn::OneOpenMpThread one_thread;
+    ThreadCache& cache = thread_cache();
+    const Entry& e = cache.entry(key);
+    if (!e.conv.primitive) return false;
+    NDGC_ASSERT(blocks <= kTasks, "onednn_conv2d: more blocks than kTasks");
+    char* out = e.weight_reorder.primitive
+                    ? static_cast<char*>(cache.weights.bytes(e.weight_bytes * std::size_t(blocks)))
+                    : nullptr;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const float* from = user_weights + b * block_weights;
+      if (!out) {
+        prepared[b] = from;
+        continue;
+      }
+      void* to = out + std::size_t(b) * e.weight_bytes;
+      e.weight_reorder.run(cache.stream(), from, to, cache.scratchpad.bytes(e.scratchpad_bytes()));
+      prepared[b] = to;
+    }
+  }
+
+  const std::int64_t image_in = x.shape[1] * x.shape[2] * x.shape[3], image_out = o * y.shape[2] * y.shape[3];
+  const float* xs = static_cast<const float*>(x.data);
+  float* ys = static_cast<float*>(y.data);
+  support::parallel_chunks(n * blocks, 1, [&](std::int64_t t, std::int64_t, std::int64_t) {
+    const std::int64_t image = t / blocks, b = t % blocks;
+    run_task(key, xs + image * image_in, prepared[b], ys + image * image_out + b * (image_out / blocks));
+  });
+  return true;
+}
+
+#endif
+
+}  // namespace ndgc::ops::cpu

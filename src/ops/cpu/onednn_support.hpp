@@ -1,0 +1,75 @@
+// The pieces of the oneDNN wrappers (onednn_gemm.cpp, onednn_conv.cpp) that
+// both use: the engine, status checks, one OpenMP thread per call, buffers
+// that only grow, and the execute that inside_onednn() sees. Included only
+// where NDGC_HAVE_ONEDNN is set.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <new>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "ops/cpu/onednn.hpp"
+
+namespace ndgc::ops::cpu::onednn {
+
+// The CPU engine, shared by every thread, created once (null if oneDNN
+// could not make one).
+dnnl_engine_t engine();
+
+// Throws ndgc::Error naming `op` and oneDNN's `what` when status is not success.
+void check(dnnl_status_t status, const char* op, const char* what);
+
+// Runs `primitive` on the calling thread with inside_onednn() true.
+void execute(dnnl_primitive_t primitive, dnnl_stream_t stream, int count, const dnnl_exec_arg_t* args,
+             const char* op);
+
+// Whether a primitive descriptor's implementation name starts with one of
+// `prefixes` (oneDNN's fast kernels, not its reference or its allocating
+// GEMM fallback).
+bool implemented_by(const_dnnl_primitive_desc_t pd, std::initializer_list<const char*> prefixes, const char* op);
+
+// The calling thread's OpenMP held to one thread while it lives: Debian's
+// oneDNN runs on OpenMP, whose threads would fight ndgc's pool.
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread();
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+  ~OneOpenMpThread();
+
+ private:
+  int previous_;
+};
+
+// A 64-byte aligned buffer that grows and never shrinks.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+  float* floats(std::int64_t count) { return static_cast<float*>(bytes(std::size_t(count) * sizeof(float))); }
+  void* bytes(std::size_t size);
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// A thread's stream on engine(), made on first use.
+class Stream {
+ public:
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+  dnnl_stream_t get(const char* op);
+
+ private:
+  dnnl_stream_t stream_ = nullptr;
+};
+
+}  // namespace ndgc::ops::cpu::onednn
