@@ -5,26 +5,29 @@
 // the product (Note [Convolution as GEMM] in ops/conv.cpp): for resnet18 at
 // batch 16 that traffic left ndgc 1.1-1.8x behind LibTorch, whose CPU
 // convolutions are oneDNN's (perf/RESULTS.md, issues 39 and 40). oneDNN's
-// direct kernels (brgconv, jit) read each pixel once. So a float32 conv2d's
-// forward pass calls them where they serve it; its gradients stay on
-// im2col and the products.
-// - Fixed tasks, one thread each. A task is one image, or for a batch of
-//   fewer than 8 images one block of an image's output channels (a whole
-//   number of 16-channel groups, onednn_conv_blocks), chosen from the shapes
-//   alone, so the bits do not depend on the thread count. Each task holds
-//   OpenMP to one thread as the products do (Note [Products through oneDNN]
-//   in onednn_gemm.cpp) and runs on ndgc's pool.
+// direct kernels (brgconv, brdgmm for depthwise, jit) read each pixel once.
+// So a float32 conv2d's forward pass calls them where they serve it; its
+// gradients stay on im2col and the products.
+// - Fixed tasks, one thread each. A task is one image, or half of an
+//   image's output channels where each half is large (onednn_conv_blocks),
+//   chosen from the image's shape alone: the bits depend neither on the
+//   thread count nor on the batch an image comes in (ndgc-serve's batching
+//   never changes an answer). Halves let one image feed two threads; more
+//   blocks reorder the image once more each and measured no faster on
+//   resnet18 at batch 16. Each task holds OpenMP to one thread as the
+//   products do (Note [Products through oneDNN] in onednn_gemm.cpp) and
+//   runs on ndgc's pool.
 // - Layouts. oneDNN's fast kernels read and write blocked layouts (channels
-//   in groups of 16); ndgc's arrays are NCHW. A task reorders its image into
-//   the thread's buffer and its output back, each pixel read and written
-//   once. The weights are reordered once per call, on the calling thread,
-//   into its buffer, and every task reads them there.
+//   in groups of 16); ndgc's arrays are NCHW, or any strides for x. A task
+//   reorders its image into the thread's buffer and its output back, each
+//   pixel read and written once. The weights are reordered once per call,
+//   on the calling thread, into its buffer, and every task reads them there.
 // - No allocation of ours in a steady loop: each thread keeps its
 //   primitives, keyed by the geometry, up to kCapacity of them (least
 //   recently used out), and buffers that only grow, as the products do.
 //   Outside the manager's accounting and NDGC_MAX_BYTES, kept until the
 //   thread ends: for resnet18's first convolution a task's output buffer is
-//   64 x 112 x 112 floats, 3.2 MB.
+//   32 x 112 x 112 floats, 1.6 MB.
 // - Only oneDNN's direct kernels: a geometry for which it offers its GEMM
 //   fallback (which allocates on every call) or its reference kernels is
 //   left to im2col.
@@ -50,20 +53,16 @@ namespace {
 std::atomic<std::uint64_t> g_convolutions{0};
 
 constexpr std::int64_t kBlockChannels = 16;  // oneDNN's channel blocks on AVX-512
-constexpr std::int64_t kTasks = 8;           // tasks a small batch is cut into, at most
-constexpr std::int64_t kMinTaskWork = std::int64_t(1) << 22;
+constexpr std::int64_t kMinBlockWork = std::int64_t(1) << 22;
+constexpr std::int64_t kMostBlocks = 2;
 }  // namespace
 
 std::uint64_t onednn_convolutions() noexcept { return g_convolutions.load(std::memory_order_relaxed); }
 
-std::int64_t onednn_conv_blocks(std::int64_t images, std::int64_t out_channels, std::int64_t groups,
-                                std::int64_t work) noexcept {
-  if (groups != 1 || images >= kTasks || images < 1) return 1;
-  const std::int64_t wanted = (kTasks + images - 1) / images;
-  const std::int64_t most = std::min(out_channels / kBlockChannels, work / kMinTaskWork);
-  for (std::int64_t blocks = std::min(wanted, most); blocks > 1; --blocks)
-    if (out_channels % blocks == 0 && (out_channels / blocks) % kBlockChannels == 0) return blocks;
-  return 1;
+std::int64_t onednn_conv_blocks(std::int64_t out_channels, std::int64_t groups, std::int64_t work) noexcept {
+  const bool split = groups == 1 && out_channels % (kMostBlocks * kBlockChannels) == 0 &&
+                     work / kMostBlocks >= kMinBlockWork;
+  return split ? kMostBlocks : 1;
 }
 
 #if !NDGC_HAVE_ONEDNN
@@ -89,6 +88,7 @@ void check(dnnl_status_t status, const char* what) { onednn::check(status, kOp, 
 struct Key {
   std::int64_t channels = 0, height = 0, width = 0, out = 0, groups = 1;
   std::int64_t kernel[2] = {}, stride[2] = {}, padding[2] = {}, dilation[2] = {};
+  std::int64_t x_strides[3] = {};  // of the image's C, H and W axes
   bool operator==(const Key&) const = default;
 };
 
@@ -145,15 +145,17 @@ dnnl_primitive_attr_t user_scratchpad_attr() {
   return attr;
 }
 
-// A reorder from `from` to `to`, or nothing (primitive null) when they are the same layout.
-void make_reorder(Step& step, const dnnl_memory_desc_t* from, const dnnl_memory_desc_t* to) {
-  if (dnnl_memory_desc_equal(from, to)) return;
+// A reorder from `from` to `to`, or nothing (primitive null) when they are
+// the same layout. False where oneDNN has no reorder between them.
+bool make_reorder(Step& step, const dnnl_memory_desc_t* from, const dnnl_memory_desc_t* to) {
+  if (dnnl_memory_desc_equal(from, to)) return true;
   dnnl_primitive_attr_t attr = user_scratchpad_attr();
   support::ScopeExit free_attr{[&] { dnnl_primitive_attr_destroy(attr); }};
   dnnl_primitive_desc_t pd = nullptr;
-  check(dnnl_reorder_primitive_desc_create(&pd, from, engine(), to, engine(), attr), "reorder");
+  if (dnnl_reorder_primitive_desc_create(&pd, from, engine(), to, engine(), attr) != dnnl_success) return false;
   support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
   step.make(pd, from, to);
+  return true;
 }
 
 struct Entry {
@@ -186,7 +188,9 @@ void create(Entry& e, const Key& key) {
   const dnnl_dims_t plain_weights = {key.out, key.channels, key.kernel[0], key.kernel[1]};
   const dnnl_dims_t grouped_weights = {g, key.out / g, key.channels / g, key.kernel[0], key.kernel[1]};
   dnnl_memory_desc_t user_src, user_weights, user_dst, any_src, any_weights, any_dst;
-  check(dnnl_memory_desc_init_by_tag(&user_src, 4, src_dims, dnnl_f32, dnnl_nchw), "memory desc");
+  const dnnl_dims_t src_strides = {key.channels * key.x_strides[0], key.x_strides[0], key.x_strides[1],
+                                   key.x_strides[2]};
+  check(dnnl_memory_desc_init_by_strides(&user_src, 4, src_dims, dnnl_f32, src_strides), "memory desc");
   check(dnnl_memory_desc_init_by_tag(&user_dst, 4, dst_dims, dnnl_f32, dnnl_nchw), "memory desc");
   if (g == 1) check(dnnl_memory_desc_init_by_tag(&user_weights, 4, plain_weights, dnnl_f32, dnnl_oihw), "memory desc");
   else check(dnnl_memory_desc_init_by_tag(&user_weights, 5, grouped_weights, dnnl_f32, dnnl_goihw), "memory desc");
@@ -216,7 +220,7 @@ void create(Entry& e, const Key& key) {
   dnnl_primitive_desc_t pd = nullptr;
   if (dnnl_primitive_desc_create(&pd, &cd, attr, engine(), nullptr) != dnnl_success) return;
   support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
-  if (!onednn::implemented_by(pd, {"brg", "jit"}, kOp)) return;
+  if (!onednn::implemented_by(pd, {"brg", "brdgmm", "jit"}, kOp)) return;
 
   const dnnl_memory_desc_t* src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   const dnnl_memory_desc_t* weights = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -224,9 +228,9 @@ void create(Entry& e, const Key& key) {
   support::ScopeExit undo{[&] {
     if (!e.conv.scratchpad) e.release();  // a failure below leaves nothing half made
   }};
-  make_reorder(e.src_reorder, &user_src, src);
-  make_reorder(e.weight_reorder, &user_weights, weights);
-  make_reorder(e.dst_reorder, dst, &user_dst);
+  if (!make_reorder(e.src_reorder, &user_src, src) || !make_reorder(e.weight_reorder, &user_weights, weights) ||
+      !make_reorder(e.dst_reorder, dst, &user_dst))
+    return;
   e.src_bytes = dnnl_memory_desc_get_size(src);
   e.weight_bytes = (dnnl_memory_desc_get_size(weights) + 63) / 64 * 64;
   e.dst_bytes = dnnl_memory_desc_get_size(dst);
@@ -298,57 +302,82 @@ void run_task(const Key& key, const float* x_image, const void* weights, float* 
   g_convolutions.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool contiguous_f32(const TensorView& v) {
-  return v.dtype == DataType::float32 && v.rank == 4 && v.is_contiguous() && v.size() > 0;
+bool dense_f32(const TensorView& v) { return v.dtype == DataType::float32 && v.rank == 4 && v.is_contiguous(); }
+
+// x's strides for one image (C, H, W), with the dense value on an axis of
+// length 1 (whose stride nothing reads), so that one layout has one key;
+// false for an axis that steps backwards or not at all.
+bool image_strides(const TensorView& x, std::int64_t* strides) {
+  std::int64_t dense = 1;
+  for (int a = 3; a >= 1; --a) {
+    strides[a - 1] = x.shape[a] == 1 ? dense : x.strides[a];
+    if (strides[a - 1] < 1) return false;
+    dense *= x.shape[a];
+  }
+  return x.strides[0] >= 0;
 }
 
-}  // namespace
-
-bool onednn_conv2d(const TensorView& x, const TensorView& weight, const Window2d& w, const TensorView& y) {
-  if (!contiguous_f32(x) || !contiguous_f32(weight) || !contiguous_f32(y) || !onednn_enabled()) return false;
-  const std::int64_t n = x.shape[0], o = y.shape[1], taps = weight.shape[1] * w.kernel[0] * w.kernel[1];
-  const std::int64_t work = o * y.shape[2] * y.shape[3] * taps;  // multiply-adds per image
-  const std::int64_t blocks = onednn_conv_blocks(n, o, w.groups, work);
-  if (work / blocks < kMinWork) return false;
-  Key key{x.shape[1], x.shape[2], x.shape[3], o / blocks, w.groups};
+// The convolution one task runs: its image, `out` output channels.
+Key key_of(const TensorView& x, std::int64_t out, const Window2d& w, const std::int64_t* x_strides) {
+  Key key{x.shape[1], x.shape[2], x.shape[3], out, w.groups};
   for (int a = 0; a < 2; ++a) {
     key.kernel[a] = w.kernel[a];
     key.stride[a] = w.stride[a];
     key.padding[a] = w.padding[a];
     key.dilation[a] = w.dilation[a];
   }
+  for (int a = 0; a < 3; ++a) key.x_strides[a] = x_strides[a];
+  return key;
+}
 
-  // The weights, reordered once for every task (each block's apart).
-  const float* user_weights = static_cast<const float*>(weight.data);
-  const std::int64_t block_weights = weight.size() / blocks;
-  const void* prepared[kTasks] = {};
-  {
-    onednn::OneOpenMpThread one_thread;
-    ThreadCache& cache = thread_cache();
-    const Entry& e = cache.entry(key);
-    if (!e.conv.primitive) return false;
-    NDGC_ASSERT(blocks <= kTasks, "onednn_conv2d: more blocks than kTasks");
-    char* out = e.weight_reorder.primitive
-                    ? static_cast<char*>(cache.weights.bytes(e.weight_bytes * std::size_t(blocks)))
-                    : nullptr;
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      const float* from = user_weights + b * block_weights;
-      if (!out) {
-        prepared[b] = from;
-        continue;
-      }
-      void* to = out + std::size_t(b) * e.weight_bytes;
-      e.weight_reorder.run(cache.stream(), from, to, cache.scratchpad.bytes(e.scratchpad_bytes()));
-      prepared[b] = to;
+// Each block's weights as the convolution reads them: reordered on the
+// calling thread into its buffer, or the user's own where no reorder is
+// needed. False where oneDNN does not serve `key`.
+bool prepare_weights(const Key& key, const float* weights, std::int64_t blocks, std::int64_t block_size,
+                     const void** prepared) {
+  onednn::OneOpenMpThread one_thread;
+  ThreadCache& cache = thread_cache();
+  const Entry& e = cache.entry(key);
+  if (!e.conv.primitive) return false;
+  char* out = e.weight_reorder.primitive
+                  ? static_cast<char*>(cache.weights.bytes(e.weight_bytes * std::size_t(blocks)))
+                  : nullptr;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const float* from = weights + b * block_size;
+    if (!out) {
+      prepared[b] = from;
+      continue;
     }
+    void* to = out + std::size_t(b) * e.weight_bytes;
+    e.weight_reorder.run(cache.stream(), from, to, cache.scratchpad.bytes(e.scratchpad_bytes()));
+    prepared[b] = to;
   }
+  return true;
+}
 
-  const std::int64_t image_in = x.shape[1] * x.shape[2] * x.shape[3], image_out = o * y.shape[2] * y.shape[3];
+}  // namespace
+
+bool onednn_conv2d(const TensorView& x, const TensorView& weight, const Window2d& w, const TensorView& y) {
+  std::int64_t x_strides[3];
+  if (x.dtype != DataType::float32 || x.rank != 4 || !dense_f32(weight) || !dense_f32(y) || y.size() == 0 ||
+      x.size() == 0 || !image_strides(x, x_strides) || !onednn_enabled())
+    return false;
+  const std::int64_t n = x.shape[0], o = y.shape[1], taps = weight.shape[1] * w.kernel[0] * w.kernel[1];
+  const std::int64_t work = o * y.shape[2] * y.shape[3] * taps;  // multiply-adds per image
+  const std::int64_t blocks = onednn_conv_blocks(o, w.groups, work);
+  if (work / blocks < kMinWork) return false;
+  const Key key = key_of(x, o / blocks, w, x_strides);
+  const void* prepared[kMostBlocks] = {};
+  NDGC_ASSERT(blocks <= kMostBlocks, "onednn_conv2d: more blocks than kMostBlocks");
+  if (!prepare_weights(key, static_cast<const float*>(weight.data), blocks, weight.size() / blocks, prepared))
+    return false;
+
+  const std::int64_t image_out = o * y.shape[2] * y.shape[3];
   const float* xs = static_cast<const float*>(x.data);
   float* ys = static_cast<float*>(y.data);
   support::parallel_chunks(n * blocks, 1, [&](std::int64_t t, std::int64_t, std::int64_t) {
     const std::int64_t image = t / blocks, b = t % blocks;
-    run_task(key, xs + image * image_in, prepared[b], ys + image * image_out + b * (image_out / blocks));
+    run_task(key, xs + image * x.strides[0], prepared[b], ys + image * image_out + b * (image_out / blocks));
   });
   return true;
 }

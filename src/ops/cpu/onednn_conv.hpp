@@ -12,13 +12,14 @@
 
 namespace ndgc::ops::cpu {
 
-// y [N, O, OH, OW] = the convolution of x [N, C, H, W] by weight
-// [O, C / groups, kH, kW] under `w`, no bias, in fixed tasks over the pool:
-// one image, or one block of an image's output channels, per task, each on
-// one thread. The tasks depend on the shapes alone, so the bits do not
-// depend on the thread count. False, with y untouched, where oneDNN does not
-// serve the convolution: a build or a CPU without it, NDGC_CPU_GEMM=eigen,
-// a dtype other than float32, a view that is not contiguous, an empty
+// y [N, O, OH, OW] = the convolution of x [N, C, H, W] (any positive
+// strides) by weight [O, C / groups, kH, kW] under `w`, no bias, in fixed
+// tasks over the pool: one image, or one block of an image's output
+// channels, per task, each on one thread. The tasks depend on the image's
+// shape alone, so the bits depend neither on the thread count nor on the
+// batch an image comes in. False, with y untouched, where oneDNN does not
+// serve the convolution: a build or a CPU without it, NDGC_CPU_GEMM=eigen, a
+// dtype other than float32, a weight or y that is not contiguous, an empty
 // axis, fewer than 65,536 multiply-adds per task, or a geometry its fast
 // kernels do not take.
 bool onednn_conv2d(const TensorView& x, const TensorView& weight, const Window2d& w, const TensorView& y);
@@ -26,12 +27,11 @@ bool onednn_conv2d(const TensorView& x, const TensorView& weight, const Window2d
 // Tasks onednn_conv2d has run in this process (one oneDNN convolution each).
 std::uint64_t onednn_convolutions() noexcept;
 
-// How many blocks onednn_conv2d cuts each image's `out_channels` output
-// channels into, for a batch of `images` and `work` multiply-adds per
-// image, `groups` groups: 1, or a divisor of out_channels whose blocks are
-// whole multiples of 16 channels, so that a small batch still makes at
-// least 8 tasks where each keeps 2^22 multiply-adds or more.
-std::int64_t onednn_conv_blocks(std::int64_t images, std::int64_t out_channels, std::int64_t groups,
-                                std::int64_t work) noexcept;
+// How many blocks onednn_conv2d cuts an image's `out_channels` output
+// channels into, for `work` multiply-adds per image and `groups` groups: 2
+// for an ungrouped convolution whose halves are whole 16-channel groups of
+// 2^22 multiply-adds or more, so that a batch of one image still feeds two
+// threads; 1 otherwise.
+std::int64_t onednn_conv_blocks(std::int64_t out_channels, std::int64_t groups, std::int64_t work) noexcept;
 
 }  // namespace ndgc::ops::cpu
