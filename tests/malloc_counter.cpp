@@ -4,12 +4,20 @@
 #include <atomic>
 #include <cstddef>
 
+#include "ops/cpu/onednn.hpp"
+
 namespace {
-std::atomic<std::uint64_t> g_allocations{0};
-[[maybe_unused]] void count() noexcept { g_allocations.fetch_add(1, std::memory_order_relaxed); }
+std::atomic<std::uint64_t> g_allocations{0}, g_onednn_allocations{0};
+[[maybe_unused]] void count() noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (ndgc::ops::cpu::inside_onednn()) g_onednn_allocations.fetch_add(1, std::memory_order_relaxed);
+}
 }  // namespace
 
 std::uint64_t ndgc::test::heap_allocations() noexcept { return g_allocations.load(std::memory_order_relaxed); }
+std::uint64_t ndgc::test::onednn_heap_allocations() noexcept {
+  return g_onednn_allocations.load(std::memory_order_relaxed);
+}
 
 #if NDGC_COUNT_MALLOC
 extern "C" {

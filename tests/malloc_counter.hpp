@@ -27,5 +27,8 @@ inline constexpr bool kCountsMalloc = NDGC_COUNT_MALLOC;
 
 // Heap allocations so far in this process (0 where kCountsMalloc is false).
 std::uint64_t heap_allocations() noexcept;
+// Those of them made inside a oneDNN execute (ops/cpu/onednn.hpp), which
+// frees them before it returns.
+std::uint64_t onednn_heap_allocations() noexcept;
 
 }  // namespace ndgc::test

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "malloc_counter.hpp"
+#include "ops/cpu/onednn_conv.hpp"
 #include "ops/cpu/onednn_gemm.hpp"
 #include "steady_steps.hpp"
 
@@ -20,32 +21,11 @@ namespace ndgc {
 namespace {
 
 constexpr std::int64_t kOut = 10, kIn = 784;
+const Architecture kWideCnn = Architecture::cnn(kIn, kOut, {8, 16, 32});
 
-// The heap allocations that oneDNN makes inside one product (its argument
-// map, freed before the call returns: Note [Products through oneDNN]),
-// counted on a product its kernels take; 0 where products do not go to it.
-std::uint64_t onednn_allocations_per_product() {
-  static const std::uint64_t per_product = [] {
-    std::vector<float> a(64 * 96, 0.5f), b(96 * 80, 0.25f), c(64 * 80);
-    const auto product = [&] {
-      return ops::cpu::onednn_product({a.data(), 64, 96, 96, 1}, {b.data(), 96, 80, 80, 1}, {c.data(), 64, 80, 80},
-                                      false);
-    };
-    if (!product()) return std::uint64_t(0);  // warms the thread's primitive and buffers
-    constexpr std::uint64_t kCalls = 10;
-    const std::uint64_t before = test::heap_allocations();
-    for (std::uint64_t i = 0; i < kCalls; ++i) product();
-    const std::uint64_t made = test::heap_allocations() - before;
-    CHECK(made % kCalls == 0);  // the same on every call
-    return made / kCalls;
-  }();
-  return per_product;
-}
-
-// Heap allocations so far, less oneDNN's inside its products: ndgc's own.
-std::uint64_t own_heap_allocations() {
-  return test::heap_allocations() - onednn_allocations_per_product() * ops::cpu::onednn_products();
-}
+// Heap allocations so far, less those oneDNN makes inside its executes and
+// frees before they return (Note [Products through oneDNN]): ndgc's own.
+std::uint64_t own_heap_allocations() { return test::heap_allocations() - test::onednn_heap_allocations(); }
 
 // Mean heap allocations of ndgc's own per step over 20 steps, after 20, of a
 // model of `architecture` (default: the MLP).
@@ -55,7 +35,6 @@ double allocations_per_step(bool autoclose, bool workspace = false,
   run.architecture = architecture;
   run.autoclose = autoclose;
   run.workspace = workspace;
-  onednn_allocations_per_product();  // measured before, not inside, the steps
   return test::per_step(run, [] { return own_heap_allocations(); });
 }
 
@@ -86,15 +65,17 @@ TEST_CASE("with workspaces on, a steady-state training step makes no heap alloca
 }
 
 // The layers of issue 27 at Fashion-MNIST's image size, narrowed so the test
-// stays quick: im2col columns, batch statistics, dropout and pooling.
+// stays quick: im2col columns, batch statistics, dropout and pooling; and a
+// wider one whose second convolution goes to oneDNN where it is enabled.
 TEST_CASE("a steady CNN training step: how many heap allocations, workspace off and on" *
           doctest::skip(!test::kCountsMalloc)) {
-  const Architecture cnn = Architecture::cnn(kIn, kOut, {4, 8, 16});
-  const double plain = allocations_per_step(true, false, cnn);
-  const double in_workspace = allocations_per_step(true, true, cnn);
-  MESSAGE("CNN step, auto-close on: " << plain << " heap allocations; in a workspace: " << in_workspace);
-  CHECK(plain == 0);         // every buffer from the block cache
-  CHECK(in_workspace == 0);  // im2col columns, statistics, masks: all from the arena
+  for (const Architecture& cnn : {Architecture::cnn(kIn, kOut, {4, 8, 16}), kWideCnn}) {
+    const double plain = allocations_per_step(true, false, cnn);
+    const double in_workspace = allocations_per_step(true, true, cnn);
+    MESSAGE("CNN step, auto-close on: " << plain << " heap allocations; in a workspace: " << in_workspace);
+    CHECK(plain == 0);         // every buffer from the block cache
+    CHECK(in_workspace == 0);  // im2col columns, statistics, masks: all from the arena
+  }
 }
 
 // 28 steps of 28 features through LSTM(16): per-step gates, cell states and
@@ -113,15 +94,26 @@ TEST_CASE("a steady LSTM training step: how many heap allocations, workspace off
   CHECK(in_workspace == 0);
 }
 
-TEST_CASE("oneDNN's products allocate a fixed few small blocks each, and a steady step's products go to it" *
+TEST_CASE("oneDNN's products and convolutions allocate a fixed few small blocks each, and a steady step's "
+          "products and convolutions go to it" *
           doctest::skip(!test::kCountsMalloc)) {
   if (!ops::cpu::onednn_enabled()) {
-    MESSAGE("skipped: float32 products do not go to oneDNN in this build or on this CPU");
+    MESSAGE("skipped: float32 products and convolutions do not go to oneDNN in this build or on this CPU");
     return;
   }
-  const std::uint64_t per_product = onednn_allocations_per_product();
+  std::vector<float> a(64 * 96, 0.5f), b(96 * 80, 0.25f), c(64 * 80);
+  const auto product = [&] {
+    return ops::cpu::onednn_product({a.data(), 64, 96, 96, 1}, {b.data(), 96, 80, 80, 1}, {c.data(), 64, 80, 80},
+                                    false);
+  };
+  REQUIRE(product());  // warms the thread's primitive and buffers
+  const std::uint64_t before = test::onednn_heap_allocations();
+  for (int i = 0; i < 10; ++i) product();
+  const std::uint64_t per_product = (test::onednn_heap_allocations() - before) / 10;
   MESSAGE("oneDNN: " << per_product << " heap allocations inside each product");
+  CHECK(per_product >= 1);  // the hook sees them, so the steady-step counts can tell them apart
   CHECK(per_product <= 8);
+
   test::SteadyRun run;
   run.autoclose = true;
   run.architecture = Architecture::mlp(kIn, kOut, {128, 64});
@@ -129,6 +121,11 @@ TEST_CASE("oneDNN's products allocate a fixed few small blocks each, and a stead
   // Of the 8 products (3 forward, 2 + 3 backward: no input gradient for the
   // first layer), the 3 of the 64 -> 10 layer are under oneDNN's bound.
   CHECK(products == 5);
+  run.architecture = kWideCnn;
+  const double convolutions = test::per_step(run, [] { return ops::cpu::onednn_convolutions(); });
+  // The second convolution, 8 -> 16 channels at 14 x 14, one task an image of
+  // the batch of 32; the first (1 -> 8 at 28 x 28) is under the bound.
+  CHECK(convolutions == 32);
 }
 
 TEST_CASE("the allocation counter sees allocations (so the bound above can fail)" *
