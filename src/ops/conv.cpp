@@ -87,7 +87,11 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias, Pai
     std::unique_ptr<ArrayImpl> wkeep;
     TensorView wv = contiguous_of(*pw, wkeep, op);
     const TensorView xv = view_of(*px);
-    if (!e.conv2d_direct(xv, wv, w, view_of(*out))) {
+    // A contiguous bias is added by the engine's own convolution, where it has one.
+    std::optional<TensorView> dense_bias;
+    if (pb && view_of(**pb).is_contiguous()) dense_bias = view_of(**pb);
+    const bool direct = e.conv2d_direct(xv, wv, dense_bias ? &*dense_bias : nullptr, w, view_of(*out));
+    if (!direct) {
       const std::int64_t chunk = e.im2col_images(n, groups * k * l * std::int64_t(size_of(px->dtype)));
       auto col = new_output(Shape{chunk, groups, k, l}, px->dtype, px->device, site, op);
       wv.rank = 4;  // [G, O/G, K] in memory, stride 0 over N
@@ -100,7 +104,7 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias, Pai
         e.matmul(wv.narrow(0, first, count), cv, yv.narrow(0, first, count));
       });
     }
-    if (pb) {
+    if (pb && !(direct && dense_bias)) {
       const TensorView ov = view_of(*out);
       TensorView bv = view_of(**pb);
       bv.rank = 4;

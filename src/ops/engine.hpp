@@ -256,11 +256,12 @@ class Engine {
     for (std::int64_t first = 0; first < images; first += chunk) f(first, std::min(chunk, images - first));
   }
   // y [N, O, OH, OW] = x [N, C, H, W] convolved by weight [O, C / groups, kH, kW]
-  // under w (no bias) by the engine's own convolution, where it has one for
-  // these views; false, with y untouched, where not: conv2d then goes through
-  // im2col and matmul (Note [Convolution as GEMM] in ops/conv.cpp).
-  virtual bool conv2d_direct(const TensorView& /*x*/, const TensorView& /*weight*/, const Window2d& /*w*/,
-                             const TensorView& /*y*/) {
+  // under w, plus bias [O] where given, by the engine's own convolution where
+  // it has one for these views; false, with y untouched, where not: conv2d
+  // then goes through im2col and matmul (Note [Convolution as GEMM] in
+  // ops/conv.cpp).
+  virtual bool conv2d_direct(const TensorView& /*x*/, const TensorView& /*weight*/, const TensorView* /*bias*/,
+                             const Window2d& /*w*/, const TensorView& /*y*/) {
     return false;
   }
   // x [N, C, H, W] (any strides) → col [N, C * kH * kW, OH * OW] (ops/conv_math.hpp).

@@ -107,10 +107,10 @@ class WriteCountingEngine final : public Engine {
     CountsAsGpuWrite w;
     return target()->matmul_add(a, b, out);
   }
-  bool conv2d_direct(const TensorView& x, const TensorView& weight, const Window2d& win,
+  bool conv2d_direct(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& win,
                      const TensorView& y) override {
     CountsAsGpuWrite w;
-    return target()->conv2d_direct(x, weight, win, y);
+    return target()->conv2d_direct(x, weight, bias, win, y);
   }
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override {
     CountsAsGpuWrite w;

@@ -278,10 +278,10 @@ class HalfWideningEngine final : public Engine {
   }
 
   // ---- layers --------------------------------------------------------------------
-  bool conv2d_direct(const TensorView& x, const TensorView& weight, const Window2d& w,
+  bool conv2d_direct(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& w,
                      const TensorView& y) override {
     // 16-bit convolutions go through im2col and the 16-bit products.
-    return !any_half(x, weight, y) && e().conv2d_direct(x, weight, w, y);
+    return !any_half(x, weight, y) && !(bias && any_half(*bias)) && e().conv2d_direct(x, weight, bias, w, y);
   }
   void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override {
     // Values only move: every engine's im2col takes 16-bit views as they are.

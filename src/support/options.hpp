@@ -22,7 +22,7 @@ struct Options {
   std::string data_dir;                 // NDGC_DATA_DIR, "" = the default location
   double dist_timeout = 600;            // NDGC_DIST_TIMEOUT, seconds
   int num_threads = 0;                  // NDGC_NUM_THREADS, 0 = the machine's cores
-  std::string cpu_gemm = "onednn";     // NDGC_CPU_GEMM: "onednn" (where built with it) or "eigen"
+  std::string cpu_gemm = "onednn";     // NDGC_CPU_GEMM: "onednn" (products, convolutions) or "eigen"
 };
 
 // Parsed once; throws InvalidArgument for a malformed value.

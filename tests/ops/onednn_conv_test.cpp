@@ -47,8 +47,10 @@ TensorView view(std::vector<float>& data, const Shape& shape) {
   return ops::contiguous_view(data.data(), DataType::float32, shape);
 }
 
-// The convolution as a double-precision loop over x read through `xv`'s strides.
-std::vector<double> reference(const Geometry& g, const TensorView& xv, const std::vector<float>& weight) {
+// The convolution as a double-precision loop over x read through `xv`'s
+// strides, plus `bias` where it has one value per output channel.
+std::vector<double> reference(const Geometry& g, const TensorView& xv, const std::vector<float>& weight,
+                              const std::vector<float>& bias) {
   const std::int64_t oh = g.out(g.h), ow = g.out(g.w), cg = g.c / g.groups, og = g.o / g.groups;
   const float* x = static_cast<const float*>(xv.data);
   std::vector<double> y(std::size_t(g.n * g.o * oh * ow), 0.0);
@@ -56,7 +58,7 @@ std::vector<double> reference(const Geometry& g, const TensorView& xv, const std
     for (std::int64_t o = 0; o < g.o; ++o)
       for (std::int64_t oy = 0; oy < oh; ++oy)
         for (std::int64_t ox = 0; ox < ow; ++ox) {
-          double sum = 0;
+          double sum = bias.empty() ? 0.0 : bias[std::size_t(o)];
           for (std::int64_t ci = 0; ci < cg; ++ci)
             for (std::int64_t ky = 0; ky < g.k; ++ky)
               for (std::int64_t kx = 0; kx < g.k; ++kx) {
@@ -72,14 +74,16 @@ std::vector<double> reference(const Geometry& g, const TensorView& xv, const std
   return y;
 }
 
-// onednn_conv2d of x (through `xv`) against the loop; true when it served it.
-bool check_geometry(const Geometry& g, const TensorView& xv) {
+// onednn_conv2d of x (through `xv`), with a bias or without, against the
+// loop; true when it served it.
+bool check_geometry(const Geometry& g, const TensorView& xv, bool with_bias) {
   std::vector<float> weight = filled(g.o * (g.c / g.groups) * g.k * g.k, 3);
+  std::vector<float> bias = with_bias ? filled(g.o, 11) : std::vector<float>{};
   std::vector<float> y(std::size_t(g.n * g.o * g.out(g.h) * g.out(g.w)), -9.0f);
-  const TensorView wv = view(weight, Shape{g.o, g.c / g.groups, g.k, g.k});
+  const TensorView wv = view(weight, Shape{g.o, g.c / g.groups, g.k, g.k}), bv = view(bias, Shape{g.o});
   const TensorView yv = view(y, Shape{g.n, g.o, g.out(g.h), g.out(g.w)});
-  if (!ops::cpu::onednn_conv2d(xv, wv, g.window(), yv)) return false;
-  const std::vector<double> want = reference(g, xv, weight);
+  if (!ops::cpu::onednn_conv2d(xv, wv, with_bias ? &bv : nullptr, g.window(), yv)) return false;
+  const std::vector<double> want = reference(g, xv, weight, bias);
   int wrong = 0;
   for (std::size_t i = 0; i < want.size(); ++i)
     if (!(y[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(4.0))) ++wrong;
@@ -87,9 +91,9 @@ bool check_geometry(const Geometry& g, const TensorView& xv) {
   return true;
 }
 
-bool check_geometry(const Geometry& g) {
+bool check_geometry(const Geometry& g, bool with_bias) {
   std::vector<float> x = filled(g.n * g.c * g.h * g.w, 1);
-  return check_geometry(g, view(x, Shape{g.n, g.c, g.h, g.w}));
+  return check_geometry(g, view(x, Shape{g.n, g.c, g.h, g.w}), with_bias);
 }
 
 bool skipped() {
@@ -100,7 +104,8 @@ bool skipped() {
 
 }  // namespace
 
-TEST_CASE("oneDNN convolutions: strides, padding, dilation, groups, odd channel counts, against a loop") {
+TEST_CASE("oneDNN convolutions: strides, padding, dilation, groups, odd channel counts, a bias or none, against a "
+          "loop") {
   if (skipped()) return;
   const Geometry cases[] = {
       {2, 16, 20, 20, 32, 3, 1, 1, 1, 1},   // a plain 3 x 3
@@ -117,7 +122,8 @@ TEST_CASE("oneDNN convolutions: strides, padding, dilation, groups, odd channel 
     CAPTURE(g.o);
     CAPTURE(g.k);
     CAPTURE(g.groups);
-    CHECK(check_geometry(g));
+    CHECK(check_geometry(g, false));
+    CHECK(check_geometry(g, true));
   }
 }
 
@@ -131,29 +137,38 @@ TEST_CASE("oneDNN convolutions read a strided x: every other image, and H and W 
   std::swap(xv.shape[2], xv.shape[3]);
   std::swap(xv.strides[2], xv.strides[3]);
   CHECK_FALSE(xv.is_contiguous());
-  CHECK(check_geometry(g, xv));
+  CHECK(check_geometry(g, xv, true));
 }
 
 TEST_CASE("oneDNN convolutions: what is left to im2col, with the output untouched") {
-  std::vector<float> x(2 * 4 * 8 * 8, 1.0f), weight(8 * 4 * 9, 1.0f), y(2 * 8 * 8 * 8, -9.0f);
-  const Window2d w = Geometry{2, 4, 8, 8, 8, 3, 1, 1, 1, 1}.window();
-  const TensorView xv = view(x, Shape{2, 4, 8, 8}), wv = view(weight, Shape{8, 4, 3, 3});
-  TensorView yv = view(y, Shape{2, 8, 8, 8});
-  CHECK_FALSE(ops::cpu::onednn_conv2d(xv, wv, w, yv));  // 18,432 multiply-adds an image: too few
+  std::vector<float> x(2 * 16 * 16 * 16, 1.0f), weight(32 * 16 * 9, 1.0f), bias(64, 1.0f),
+      y(2 * 32 * 16 * 16, -9.0f);
+  const Window2d w = Geometry{2, 16, 16, 16, 32, 3, 1, 1, 1, 1}.window();
+  const TensorView xv = view(x, Shape{2, 16, 16, 16}), wv = view(weight, Shape{32, 16, 3, 3});
+  const TensorView yv = view(y, Shape{2, 32, 16, 16});
+  if (ops::cpu::onednn_enabled()) {  // the case the refusals below each change one thing of
+    REQUIRE(ops::cpu::onednn_conv2d(xv, wv, nullptr, w, yv));
+    y.assign(y.size(), -9.0f);
+  }
+  const TensorView small_x = view(x, Shape{2, 4, 8, 8}), small_w = view(weight, Shape{8, 4, 3, 3});
+  CHECK_FALSE(ops::cpu::onednn_conv2d(small_x, small_w, nullptr, w, view(y, Shape{2, 8, 8, 8})));  // 18,432 an image
   std::vector<double> wide(1);
   TensorView dv = ops::contiguous_view(wide.data(), DataType::float64, Shape{1, 1, 1, 1});
-  CHECK_FALSE(ops::cpu::onednn_conv2d(dv, dv, w, dv));  // not float32
+  CHECK_FALSE(ops::cpu::onednn_conv2d(dv, dv, nullptr, w, dv));  // not float32
   TensorView padded = yv;
-  padded.strides[0] *= 2;
-  padded.shape[0] = 1;
-  padded.strides[1] = 1;
-  CHECK_FALSE(ops::cpu::onednn_conv2d(xv, wv, w, padded));  // y not contiguous
+  padded.strides[1] *= 2;
+  CHECK_FALSE(ops::cpu::onednn_conv2d(xv, wv, nullptr, w, padded));  // y not contiguous
   TensorView empty = xv;
   empty.shape[0] = 0;
-  CHECK_FALSE(ops::cpu::onednn_conv2d(empty, wv, w, yv));
+  CHECK_FALSE(ops::cpu::onednn_conv2d(empty, wv, nullptr, w, yv));
   TensorView broadcast = xv;
   broadcast.strides[1] = 0;
-  CHECK_FALSE(ops::cpu::onednn_conv2d(broadcast, wv, w, yv));  // an axis that does not step
+  CHECK_FALSE(ops::cpu::onednn_conv2d(broadcast, wv, nullptr, w, yv));  // an axis that does not step
+  TensorView strided_bias = view(bias, Shape{32});
+  strided_bias.strides[0] = 2;
+  CHECK_FALSE(ops::cpu::onednn_conv2d(xv, wv, &strided_bias, w, yv));
+  const TensorView short_bias = view(bias, Shape{16});
+  CHECK_FALSE(ops::cpu::onednn_conv2d(xv, wv, &short_bias, w, yv));
   CHECK(y == std::vector<float>(y.size(), -9.0f));
 }
 
@@ -178,7 +193,7 @@ TEST_CASE("oneDNN convolutions from four threads at once, through more geometrie
     weights.push_back(filled(g.o * g.c * 9, 7));
     wants.emplace_back(std::size_t(g.o * g.out(g.h) * g.out(g.w)));
     REQUIRE(ops::cpu::onednn_conv2d(view(inputs.back(), Shape{1, g.c, g.h, g.w}),
-                                    view(weights.back(), Shape{g.o, g.c, 3, 3}), g.window(),
+                                    view(weights.back(), Shape{g.o, g.c, 3, 3}), nullptr, g.window(),
                                     view(wants.back(), Shape{1, g.o, g.out(g.h), g.out(g.w)})));
   }
   std::atomic<int> mismatches{0}, unserved{0};
@@ -191,7 +206,7 @@ TEST_CASE("oneDNN convolutions from four threads at once, through more geometrie
         const Geometry& g = geometries[i];
         out.assign(wants[i].size(), -1.0f);
         if (!ops::cpu::onednn_conv2d(view(inputs[i], Shape{1, g.c, g.h, g.w}), view(weights[i], Shape{g.o, g.c, 3, 3}),
-                                     g.window(), view(out, Shape{1, g.o, g.out(g.h), g.out(g.w)})))
+                                     nullptr, g.window(), view(out, Shape{1, g.o, g.out(g.h), g.out(g.w)})))
           ++unserved;
         else if (out != wants[i])
           ++mismatches;
@@ -224,6 +239,12 @@ TEST_CASE("ndgc's float32 conv2d goes to oneDNN where it is enabled: the same bi
   const std::size_t per_image = alone.size();
   CHECK(std::vector<float>(results[0].begin() + std::ptrdiff_t(per_image),
                            results[0].begin() + std::ptrdiff_t(2 * per_image)) == alone);
+  // A strided bias is added apart, after the convolution: the same values.
+  const NDArray every_other = stack(NDList{b, b}, 1).get(":, 0");
+  REQUIRE_FALSE(every_other.is_contiguous());
+  const std::vector<float> strided = conv2d(x, w, every_other, {1, 1}, {1, 1}).to_vector<float>();
+  for (std::size_t i = 0; i < strided.size(); i += 89)
+    CHECK(strided[i] == doctest::Approx(results[0][i]).epsilon(1e-5).scale(4.0));
   // Against float64 (im2col and Eigen): the same values to float32's rounding.
   const std::vector<double> wide = conv2d(x.to_type(DataType::float64), w.to_type(DataType::float64),
                                           b.to_type(DataType::float64), {1, 1}, {1, 1})

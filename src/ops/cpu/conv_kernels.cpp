@@ -28,9 +28,9 @@ std::int64_t CpuEngine::im2col_images(std::int64_t images, std::int64_t bytes) c
   return std::clamp<std::int64_t>(fit, 1, std::max<std::int64_t>(images, 1));
 }
 
-bool CpuEngine::conv2d_direct(const TensorView& x, const TensorView& weight, const Window2d& w,
-                              const TensorView& y) {
-  return onednn_conv2d(x, weight, w, y);
+bool CpuEngine::conv2d_direct(const TensorView& x, const TensorView& weight, const TensorView* bias,
+                              const Window2d& w, const TensorView& y) {
+  return onednn_conv2d(x, weight, bias, w, y);
 }
 
 void CpuEngine::im2col(const TensorView& x, const Window2d& w, const TensorView& col) {

@@ -53,7 +53,7 @@ class CpuEngine final : public Engine {
   // lstm_kernels.cpp.
   bool has_layer_kernels() const noexcept override { return true; }
   std::int64_t im2col_images(std::int64_t images, std::int64_t bytes) const noexcept override;
-  bool conv2d_direct(const TensorView& x, const TensorView& weight, const Window2d& w,
+  bool conv2d_direct(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& w,
                      const TensorView& y) override;  // oneDNN's (onednn_conv.cpp)
   void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override;
   void col2im(const TensorView& col, const Window2d& w, const TensorView& dx) override;

@@ -67,7 +67,9 @@ std::int64_t onednn_conv_blocks(std::int64_t out_channels, std::int64_t groups, 
 
 #if !NDGC_HAVE_ONEDNN
 
-bool onednn_conv2d(const TensorView&, const TensorView&, const Window2d&, const TensorView&) { return false; }
+bool onednn_conv2d(const TensorView&, const TensorView&, const TensorView*, const Window2d&, const TensorView&) {
+  return false;
+}
 
 #else
 
@@ -89,49 +91,70 @@ struct Key {
   std::int64_t channels = 0, height = 0, width = 0, out = 0, groups = 1;
   std::int64_t kernel[2] = {}, stride[2] = {}, padding[2] = {}, dilation[2] = {};
   std::int64_t x_strides[3] = {};  // of the image's C, H and W axes
+  bool bias = false;
   bool operator==(const Key&) const = default;
 };
 
 // A primitive and the memory objects it runs on (their data set per call).
 struct Step {
   dnnl_primitive_t primitive = nullptr;
-  dnnl_memory_t from = nullptr, weights = nullptr, to = nullptr, scratchpad = nullptr;
+  dnnl_memory_t from = nullptr, weights = nullptr, bias = nullptr, to = nullptr, scratchpad = nullptr;
   std::size_t scratchpad_bytes = 0;
 
   void release() {
-    for (dnnl_memory_t* m : {&from, &weights, &to, &scratchpad})
+    for (dnnl_memory_t* m : {&from, &weights, &bias, &to, &scratchpad})
       if (*m) dnnl_memory_destroy(std::exchange(*m, nullptr));
     if (primitive) dnnl_primitive_destroy(std::exchange(primitive, nullptr));
   }
 
   // Takes pd's primitive, with memory objects for `from`, `to` (and
-  // `weights` when given) and its scratchpad.
+  // `weights` and `bias` when given) and its scratchpad.
   void make(const_dnnl_primitive_desc_t pd, const dnnl_memory_desc_t* from_md, const dnnl_memory_desc_t* to_md,
-            const dnnl_memory_desc_t* weights_md = nullptr) {
+            const dnnl_memory_desc_t* weights_md = nullptr, const dnnl_memory_desc_t* bias_md = nullptr) {
     const dnnl_memory_desc_t* sd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     scratchpad_bytes = dnnl_memory_desc_get_size(sd);
     check(dnnl_primitive_create(&primitive, pd), "primitive");
     check(dnnl_memory_create(&from, from_md, engine(), DNNL_MEMORY_NONE), "memory");
     check(dnnl_memory_create(&to, to_md, engine(), DNNL_MEMORY_NONE), "memory");
     if (weights_md) check(dnnl_memory_create(&weights, weights_md, engine(), DNNL_MEMORY_NONE), "memory");
+    if (bias_md) check(dnnl_memory_create(&bias, bias_md, engine(), DNNL_MEMORY_NONE), "memory");
     check(dnnl_memory_create(&scratchpad, sd, engine(), DNNL_MEMORY_NONE), "memory");
   }
 
-  void run(dnnl_stream_t stream, const void* in, void* out, void* scratch, const void* weight_data = nullptr) const {
-    check(dnnl_memory_set_data_handle(from, const_cast<void*>(in)), "data handle");
-    check(dnnl_memory_set_data_handle(to, out), "data handle");
-    check(dnnl_memory_set_data_handle(scratchpad, scratch), "data handle");
-    if (weights) {
-      check(dnnl_memory_set_data_handle(weights, const_cast<void*>(weight_data)), "data handle");
+  // A reorder from `in` to `out`.
+  void run(dnnl_stream_t stream, const void* in, void* out, void* scratch) const {
+    set(from, in);
+    set(to, out);
+    set(scratchpad, scratch);
+    const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+    onednn::execute(primitive, stream, int(std::size(args)), args, kOp);
+  }
+
+  // A convolution of `in` by `weight_data` (plus `bias_data` where it has a bias) into `out`.
+  void run(dnnl_stream_t stream, const void* in, const void* weight_data, const float* bias_data, void* out,
+           void* scratch) const {
+    set(from, in);
+    set(weights, weight_data);
+    set(to, out);
+    set(scratchpad, scratch);
+    if (bias) {
+      set(bias, bias_data);
       const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, from},
                                       {DNNL_ARG_WEIGHTS, weights},
+                                      {DNNL_ARG_BIAS, bias},
                                       {DNNL_ARG_DST, to},
                                       {DNNL_ARG_SCRATCHPAD, scratchpad}};
       onednn::execute(primitive, stream, int(std::size(args)), args, kOp);
     } else {
-      const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+      const dnnl_exec_arg_t args[] = {
+          {DNNL_ARG_SRC, from}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, to}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
       onednn::execute(primitive, stream, int(std::size(args)), args, kOp);
     }
+  }
+
+ private:
+  static void set(dnnl_memory_t memory, const void* data) {
+    check(dnnl_memory_set_data_handle(memory, const_cast<void*>(data)), "data handle");
   }
 };
 
@@ -210,10 +233,13 @@ void create(Entry& e, const Key& key) {
     const std::int64_t in = a == 0 ? key.height : key.width, span = (key.kernel[a] - 1) * key.dilation[a] + 1;
     padding_r[a] = (dst_dims[2 + a] - 1) * key.stride[a] + span - in - key.padding[a];
   }
+  dnnl_memory_desc_t bias;
+  const dnnl_dims_t bias_dims = {key.out};
+  check(dnnl_memory_desc_init_by_tag(&bias, 1, bias_dims, dnnl_f32, dnnl_a), "memory desc");
   dnnl_convolution_desc_t cd;
   check(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src,
-                                                   &any_weights, nullptr, &any_dst, strides, dilates, padding,
-                                                   padding_r),
+                                                   &any_weights, key.bias ? &bias : nullptr, &any_dst, strides,
+                                                   dilates, padding, padding_r),
         "convolution desc");
   dnnl_primitive_attr_t attr = user_scratchpad_attr();
   support::ScopeExit free_attr{[&] { dnnl_primitive_attr_destroy(attr); }};
@@ -234,7 +260,7 @@ void create(Entry& e, const Key& key) {
   e.src_bytes = dnnl_memory_desc_get_size(src);
   e.weight_bytes = (dnnl_memory_desc_get_size(weights) + 63) / 64 * 64;
   e.dst_bytes = dnnl_memory_desc_get_size(dst);
-  e.conv.make(pd, src, dst, weights);
+  e.conv.make(pd, src, dst, weights, key.bias ? &bias : nullptr);
 }
 
 // One thread's primitives, stream and buffers.
@@ -283,8 +309,8 @@ ThreadCache& thread_cache() {
 }
 
 // One task on the calling thread: y_block = x_image convolved by the
-// prepared weights of its block.
-void run_task(const Key& key, const float* x_image, const void* weights, float* y_block) {
+// prepared weights of its block, plus its bias (null where key has none).
+void run_task(const Key& key, const float* x_image, const void* weights, const float* bias, float* y_block) {
   onednn::OneOpenMpThread one_thread;
   ThreadCache& cache = thread_cache();
   const Entry& e = cache.entry(key);
@@ -297,7 +323,7 @@ void run_task(const Key& key, const float* x_image, const void* weights, float* 
     src = reordered;
   }
   void* dst = e.dst_reorder.primitive ? cache.dst.bytes(e.dst_bytes) : static_cast<void*>(y_block);
-  e.conv.run(cache.stream(), src, dst, scratch, weights);
+  e.conv.run(cache.stream(), src, weights, bias, dst, scratch);
   if (e.dst_reorder.primitive) e.dst_reorder.run(cache.stream(), dst, y_block, scratch);
   g_convolutions.fetch_add(1, std::memory_order_relaxed);
 }
@@ -318,8 +344,9 @@ bool image_strides(const TensorView& x, std::int64_t* strides) {
 }
 
 // The convolution one task runs: its image, `out` output channels.
-Key key_of(const TensorView& x, std::int64_t out, const Window2d& w, const std::int64_t* x_strides) {
+Key key_of(const TensorView& x, std::int64_t out, const Window2d& w, const std::int64_t* x_strides, bool bias) {
   Key key{x.shape[1], x.shape[2], x.shape[3], out, w.groups};
+  key.bias = bias;
   for (int a = 0; a < 2; ++a) {
     key.kernel[a] = w.kernel[a];
     key.stride[a] = w.stride[a];
@@ -357,16 +384,20 @@ bool prepare_weights(const Key& key, const float* weights, std::int64_t blocks, 
 
 }  // namespace
 
-bool onednn_conv2d(const TensorView& x, const TensorView& weight, const Window2d& w, const TensorView& y) {
+bool onednn_conv2d(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& w,
+                   const TensorView& y) {
   std::int64_t x_strides[3];
   if (x.dtype != DataType::float32 || x.rank != 4 || !dense_f32(weight) || !dense_f32(y) || y.size() == 0 ||
       x.size() == 0 || !image_strides(x, x_strides) || !onednn_enabled())
+    return false;
+  if (bias && (bias->dtype != DataType::float32 || bias->rank != 1 || bias->shape[0] != y.shape[1] ||
+               !bias->is_contiguous()))
     return false;
   const std::int64_t n = x.shape[0], o = y.shape[1], taps = weight.shape[1] * w.kernel[0] * w.kernel[1];
   const std::int64_t work = o * y.shape[2] * y.shape[3] * taps;  // multiply-adds per image
   const std::int64_t blocks = onednn_conv_blocks(o, w.groups, work);
   if (work / blocks < kMinWork) return false;
-  const Key key = key_of(x, o / blocks, w, x_strides);
+  const Key key = key_of(x, o / blocks, w, x_strides, bias != nullptr);
   const void* prepared[kMostBlocks] = {};
   NDGC_ASSERT(blocks <= kMostBlocks, "onednn_conv2d: more blocks than kMostBlocks");
   if (!prepare_weights(key, static_cast<const float*>(weight.data), blocks, weight.size() / blocks, prepared))
@@ -377,7 +408,8 @@ bool onednn_conv2d(const TensorView& x, const TensorView& weight, const Window2d
   float* ys = static_cast<float*>(y.data);
   support::parallel_chunks(n * blocks, 1, [&](std::int64_t t, std::int64_t, std::int64_t) {
     const std::int64_t image = t / blocks, b = t % blocks;
-    run_task(key, xs + image * x.strides[0], prepared[b], ys + image * image_out + b * (image_out / blocks));
+    const float* block_bias = bias ? static_cast<const float*>(bias->data) + b * (o / blocks) : nullptr;
+    run_task(key, xs + image * x.strides[0], prepared[b], block_bias, ys + image * image_out + b * (image_out / blocks));
   });
   return true;
 }

@@ -13,16 +13,18 @@
 namespace ndgc::ops::cpu {
 
 // y [N, O, OH, OW] = the convolution of x [N, C, H, W] (any positive
-// strides) by weight [O, C / groups, kH, kW] under `w`, no bias, in fixed
+// strides) by weight [O, C / groups, kH, kW] under `w`, plus bias [O] where
+// given (contiguous), in fixed
 // tasks over the pool: one image, or one block of an image's output
 // channels, per task, each on one thread. The tasks depend on the image's
 // shape alone, so the bits depend neither on the thread count nor on the
 // batch an image comes in. False, with y untouched, where oneDNN does not
 // serve the convolution: a build or a CPU without it, NDGC_CPU_GEMM=eigen, a
-// dtype other than float32, a weight or y that is not contiguous, an empty
+// dtype other than float32, a weight, bias or y that is not contiguous, an empty
 // axis, fewer than 65,536 multiply-adds per task, or a geometry its fast
 // kernels do not take.
-bool onednn_conv2d(const TensorView& x, const TensorView& weight, const Window2d& w, const TensorView& y);
+bool onednn_conv2d(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& w,
+                   const TensorView& y);
 
 // Tasks onednn_conv2d has run in this process (one oneDNN convolution each).
 std::uint64_t onednn_convolutions() noexcept;
