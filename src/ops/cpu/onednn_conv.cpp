@@ -21,7 +21,8 @@
 //   in groups of 16); ndgc's arrays are NCHW, or any strides for x. A task
 //   reorders its image into the thread's buffer and its output back, each
 //   pixel read and written once. The weights are reordered once per call,
-//   on the calling thread, into its buffer, and every task reads them there.
+//   a block a task, into the calling thread's buffer, and every task reads
+//   them there.
 // - No allocation of ours in a steady loop: each thread keeps its
 //   primitives, keyed by the geometry, up to kCapacity of them (least
 //   recently used out), and buffers that only grow, as the products do.
@@ -308,13 +309,20 @@ ThreadCache& thread_cache() {
   return cache;
 }
 
+// The thread's entry for a key that oneDNN served on the calling thread
+// (primitives depend on the key alone, so it serves it on every thread).
+const Entry& served(ThreadCache& cache, const Key& key) {
+  const Entry& e = cache.entry(key);
+  if (!e.conv.primitive) throw Error("conv2d: oneDNN refused on one thread a convolution it took on another");
+  return e;
+}
+
 // One task on the calling thread: y_block = x_image convolved by the
 // prepared weights of its block, plus its bias (null where key has none).
 void run_task(const Key& key, const float* x_image, const void* weights, const float* bias, float* y_block) {
   onednn::OneOpenMpThread one_thread;
   ThreadCache& cache = thread_cache();
-  const Entry& e = cache.entry(key);
-  if (!e.conv.primitive) throw Error("conv2d: oneDNN refused on one thread a convolution it took on another");
+  const Entry& e = served(cache, key);
   void* scratch = cache.scratchpad.bytes(e.scratchpad_bytes());
   const void* src = x_image;
   if (e.src_reorder.primitive) {
@@ -357,28 +365,35 @@ Key key_of(const TensorView& x, std::int64_t out, const Window2d& w, const std::
   return key;
 }
 
-// Each block's weights as the convolution reads them: reordered on the
-// calling thread into its buffer, or the user's own where no reorder is
-// needed. False where oneDNN does not serve `key`.
+// Each block's weights as the convolution reads them: reordered into the
+// calling thread's buffer, one block a task (so the two halves of a large
+// convolution reorder on two threads), or the user's own where no reorder
+// is needed. False where oneDNN does not serve `key`.
 bool prepare_weights(const Key& key, const float* weights, std::int64_t blocks, std::int64_t block_size,
                      const void** prepared) {
-  onednn::OneOpenMpThread one_thread;
-  ThreadCache& cache = thread_cache();
-  const Entry& e = cache.entry(key);
-  if (!e.conv.primitive) return false;
-  char* out = e.weight_reorder.primitive
-                  ? static_cast<char*>(cache.weights.bytes(e.weight_bytes * std::size_t(blocks)))
-                  : nullptr;
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const float* from = weights + b * block_size;
-    if (!out) {
-      prepared[b] = from;
-      continue;
+  char* out = nullptr;
+  std::size_t stride = 0;
+  {
+    onednn::OneOpenMpThread one_thread;
+    ThreadCache& cache = thread_cache();
+    const Entry& e = cache.entry(key);
+    if (!e.conv.primitive) return false;
+    if (e.weight_reorder.primitive) {
+      stride = e.weight_bytes;
+      out = static_cast<char*>(cache.weights.bytes(stride * std::size_t(blocks)));
     }
-    void* to = out + std::size_t(b) * e.weight_bytes;
-    e.weight_reorder.run(cache.stream(), from, to, cache.scratchpad.bytes(e.scratchpad_bytes()));
-    prepared[b] = to;
   }
+  for (std::int64_t b = 0; b < blocks; ++b)
+    prepared[b] = out ? static_cast<const void*>(out + std::size_t(b) * stride) : weights + b * block_size;
+  if (!out) return true;
+  support::parallel_chunks(blocks, 1, [&](std::int64_t b, std::int64_t, std::int64_t) {
+    onednn::OneOpenMpThread one_thread;
+    ThreadCache& cache = thread_cache();
+    const Entry& e = served(cache, key);
+    NDGC_ASSERT(e.weight_bytes == stride, "onednn_conv2d: the weights' layout differs between threads");
+    e.weight_reorder.run(cache.stream(), weights + b * block_size, out + std::size_t(b) * stride,
+                         cache.scratchpad.bytes(e.scratchpad_bytes()));
+  });
   return true;
 }
 
