@@ -319,16 +319,17 @@ const Entry& served(ThreadCache& cache, const Key& key) {
 
 // One task on the calling thread: y_block = x_image convolved by the
 // prepared weights of its block, plus its bias (null where key has none).
-void run_task(const Key& key, const float* x_image, const void* weights, const float* bias, float* y_block) {
+// `reordered`: the thread's last task reordered this same image already.
+void run_task(const Key& key, const float* x_image, const void* weights, const float* bias, float* y_block,
+              bool reordered) {
   onednn::OneOpenMpThread one_thread;
   ThreadCache& cache = thread_cache();
   const Entry& e = served(cache, key);
   void* scratch = cache.scratchpad.bytes(e.scratchpad_bytes());
   const void* src = x_image;
   if (e.src_reorder.primitive) {
-    void* reordered = cache.src.bytes(e.src_bytes);
-    e.src_reorder.run(cache.stream(), x_image, reordered, scratch);
-    src = reordered;
+    src = cache.src.bytes(e.src_bytes);
+    if (!reordered) e.src_reorder.run(cache.stream(), x_image, const_cast<void*>(src), scratch);
   }
   void* dst = e.dst_reorder.primitive ? cache.dst.bytes(e.dst_bytes) : static_cast<void*>(y_block);
   e.conv.run(cache.stream(), src, weights, bias, dst, scratch);
@@ -421,11 +422,22 @@ bool onednn_conv2d(const TensorView& x, const TensorView& weight, const TensorVi
   const std::int64_t image_out = o * y.shape[2] * y.shape[3];
   const float* xs = static_cast<const float*>(x.data);
   float* ys = static_cast<float*>(y.data);
-  support::parallel_chunks(n * blocks, 1, [&](std::int64_t t, std::int64_t, std::int64_t) {
-    const std::int64_t image = t / blocks, b = t % blocks;
+  const auto task = [&](std::int64_t image, std::int64_t b, bool reordered) {
     const float* block_bias = bias ? static_cast<const float*>(bias->data) + b * (o / blocks) : nullptr;
-    run_task(key, xs + image * x.strides[0], prepared[b], block_bias, ys + image * image_out + b * (image_out / blocks));
-  });
+    run_task(key, xs + image * x.strides[0], prepared[b], block_bias, ys + image * image_out + b * (image_out / blocks),
+             reordered);
+  };
+  // With an image for every thread, a thread runs all of an image's blocks
+  // and reorders it once; otherwise the blocks spread over the threads.
+  // Either way each block is computed alike: the bits are the same.
+  if (n >= support::region_threads()) {
+    support::parallel_chunks(n, 1, [&](std::int64_t image, std::int64_t, std::int64_t) {
+      for (std::int64_t b = 0; b < blocks; ++b) task(image, b, b > 0);
+    });
+  } else {
+    support::parallel_chunks(n * blocks, 1,
+                             [&](std::int64_t t, std::int64_t, std::int64_t) { task(t / blocks, t % blocks, false); });
+  }
   return true;
 }
 
