@@ -253,4 +253,42 @@ TEST_CASE("ndgc's float32 conv2d goes to oneDNN where it is enabled: the same bi
     CHECK(results[0][i] == doctest::Approx(wide[i]).epsilon(1e-5).scale(4.0));
 }
 
+TEST_CASE("ndgc's float32 conv2d at the edges of its geometry: wide padding, a 1 x 1 image, a kernel wider than the "
+          "image, strides past the kernel, dilation, one-sided windows, odd groups") {
+  struct Edge {
+    Shape x, w;
+    Pair stride, padding, dilation;
+    std::int64_t groups;
+  };
+  const Edge edges[] = {
+      {{2, 16, 5, 5}, {32, 16, 3, 3}, {1, 1}, {3, 3}, {1, 1}, 1},    // padding wider than the kernel
+      {{2, 64, 1, 1}, {128, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},   // a 1 x 1 image
+      {{2, 16, 4, 4}, {32, 16, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1},    // a kernel wider than the image
+      {{2, 16, 17, 17}, {32, 16, 2, 2}, {4, 4}, {0, 0}, {1, 1}, 1},  // strides past the kernel
+      {{2, 16, 11, 11}, {32, 16, 3, 3}, {1, 1}, {0, 0}, {3, 3}, 1},  // dilation 3
+      {{2, 16, 12, 9}, {32, 16, 3, 1}, {2, 1}, {1, 0}, {1, 1}, 1},   // a 3 x 1 window, per-axis settings
+      {{2, 18, 10, 10}, {27, 6, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3},   // 3 groups of 9 output channels
+  };
+  NDManager m = NDManager::new_base_manager("onednn-conv-edges");
+  set_random_seed(11);
+  const std::uint64_t before = ops::cpu::onednn_convolutions();
+  for (const Edge& edge : edges) {
+    CAPTURE(edge.w[2]);
+    CAPTURE(edge.padding[0]);
+    NDArray x = m.random_uniform(edge.x), w = m.random_uniform(edge.w, -0.5, 0.5), b = m.random_uniform({edge.w[0]});
+    const std::vector<float> got =
+        conv2d(x, w, b, edge.stride, edge.padding, edge.dilation, edge.groups).to_vector<float>();
+    const std::vector<double> want = conv2d(x.to_type(DataType::float64), w.to_type(DataType::float64),
+                                            b.to_type(DataType::float64), edge.stride, edge.padding, edge.dilation,
+                                            edge.groups)
+                                         .to_vector<double>();
+    REQUIRE(got.size() == want.size());
+    int wrong = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (!(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(4.0))) ++wrong;
+    CHECK(wrong == 0);
+  }
+  MESSAGE("oneDNN served " << ops::cpu::onednn_convolutions() - before << " of the 14 image convolutions");
+}
+
 }  // namespace ndgc
