@@ -17,6 +17,7 @@
 #include "ndgc_steps.hpp"
 
 #if NDGC_HAVE_TORCH
+#include "torch_models.hpp"
 #include "torch_steps.hpp"
 #endif
 
@@ -54,32 +55,14 @@ void run_torch(benchmark::State& state, Net& net, const std::function<torch::Ten
 
 void BM_cnn_torch(benchmark::State& state) {
   torch::manual_seed(7);
-  namespace tnn = torch::nn;
-  tnn::Sequential net(tnn::Conv2d(tnn::Conv2dOptions(1, 32, 3).padding(1)), tnn::BatchNorm2d(32), tnn::ReLU(),
-                      tnn::MaxPool2d(2), tnn::Conv2d(tnn::Conv2dOptions(32, 64, 3).padding(1)), tnn::BatchNorm2d(64),
-                      tnn::ReLU(), tnn::MaxPool2d(2), tnn::Flatten(), tnn::Dropout(0.25), tnn::Linear(64 * 7 * 7, 128),
-                      tnn::ReLU(), tnn::Linear(128, kClasses));
+  torch::nn::Sequential net = ndgc_perf::torch_cnn();
   run_torch(state, net, [&](const torch::Tensor& x) { return net->forward(x.view({kBatch, 1, 28, 28})); });
 }
 BENCHMARK(BM_cnn_torch)->Args({1, 0})->Args({2, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
 
-struct LstmNetImpl : torch::nn::Module {
-  torch::nn::LSTM lstm{nullptr};
-  torch::nn::Linear head{nullptr};
-  LstmNetImpl() {
-    lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(28, 128).batch_first(true)));
-    head = register_module("head", torch::nn::Linear(128, kClasses));
-  }
-  torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor y = std::get<0>(lstm->forward(x.view({kBatch, 28, 28})));
-    return head->forward(y.select(1, 27));
-  }
-};
-TORCH_MODULE(LstmNet);
-
 void BM_lstm_torch(benchmark::State& state) {
   torch::manual_seed(7);
-  LstmNet net;
+  ndgc_perf::TorchLstm net;
   run_torch(state, net, [&](const torch::Tensor& x) { return net->forward(x); });
 }
 BENCHMARK(BM_lstm_torch)->Args({1, 0})->Args({2, 0})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,7 +1,7 @@
 // LibTorch's peer of an `ndgc-train` epoch (issue 40, item 5): the same
-// models (the CNN and the LSTM of perf/layers_bench.cpp, which are
-// ndgc-train's), on Fashion-MNIST, batch 32, Adam 1e-3, shuffled, at most
-// --limit-batches training batches and as many test batches (the whole
+// models (perf/torch_models.hpp: ndgc-train's CNN and LSTM), on
+// Fashion-MNIST, batch 32, Adam 1e-3, shuffled, at most --limit-batches
+// training batches and as many test batches (the whole
 // test set with 0), one epoch after another. Each epoch prints one line:
 // its training pass, its test pass and the two together, in seconds, and
 // the test accuracy. ndgc-train's own epoch seconds are the same two
@@ -22,9 +22,11 @@
 #include <ndgc/data.hpp>
 #include <ndgc/ndgc.hpp>
 
+#include "torch_models.hpp"
+
 namespace {
 
-constexpr std::int64_t kBatch = 32, kClasses = 10;
+constexpr std::int64_t kBatch = 32;
 
 struct Args {
   std::string model = "cnn";
@@ -67,35 +69,12 @@ Split load(ndgc::data::Split which) {
           torch::from_blob(const_cast<std::int64_t*>(y.data()), {rows}, torch::kInt64).clone()};
 }
 
-struct LstmNetImpl : torch::nn::Module {
-  torch::nn::LSTM lstm{nullptr};
-  torch::nn::Linear head{nullptr};
-  LstmNetImpl() {
-    lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(28, 128).batch_first(true)));
-    head = register_module("head", torch::nn::Linear(128, kClasses));
-  }
-  torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor y = std::get<0>(lstm->forward(x.view({x.size(0), 28, 28})));
-    return head->forward(y.select(1, 27));
-  }
-};
-TORCH_MODULE(LstmNet);
-
-torch::nn::Sequential cnn() {
-  namespace tnn = torch::nn;
-  return tnn::Sequential(tnn::Unflatten(tnn::UnflattenOptions(1, {1, 28, 28})),
-                         tnn::Conv2d(tnn::Conv2dOptions(1, 32, 3).padding(1)), tnn::BatchNorm2d(32), tnn::ReLU(),
-                         tnn::MaxPool2d(2), tnn::Conv2d(tnn::Conv2dOptions(32, 64, 3).padding(1)),
-                         tnn::BatchNorm2d(64), tnn::ReLU(), tnn::MaxPool2d(2), tnn::Flatten(), tnn::Dropout(0.25),
-                         tnn::Linear(64 * 7 * 7, 128), tnn::ReLU(), tnn::Linear(128, kClasses));
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-template <class Net>
-void run(Net& net, const Args& a, const Split& train, const Split& test) {
+template <class Net, class Forward>
+void run(Net& net, const Args& a, const Split& train, const Split& test, Forward&& forward) {
   torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
   const std::int64_t train_batches = train.y.size(0) / kBatch, test_rows = test.y.size(0);
   const std::int64_t steps = a.limit_batches > 0 ? std::min(a.limit_batches, train_batches) : train_batches;
@@ -108,7 +87,7 @@ void run(Net& net, const Args& a, const Split& train, const Split& test) {
     for (std::int64_t b = 0; b < steps; ++b) {
       const torch::Tensor rows = order.narrow(0, b * kBatch, kBatch);
       const torch::Tensor loss =
-          torch::nn::functional::cross_entropy(net->forward(train.x.index_select(0, rows)), train.y.index_select(0, rows));
+          torch::nn::functional::cross_entropy(forward(train.x.index_select(0, rows)), train.y.index_select(0, rows));
       adam.zero_grad();
       loss.backward();
       adam.step();
@@ -121,7 +100,7 @@ void run(Net& net, const Args& a, const Split& train, const Split& test) {
       torch::NoGradGuard no_grad;
       for (std::int64_t b = 0; b < test_batches; ++b) {
         const std::int64_t first = b * kBatch, count = std::min(kBatch, test_rows - first);
-        const torch::Tensor logits = net->forward(test.x.narrow(0, first, count));
+        const torch::Tensor logits = forward(test.x.narrow(0, first, count));
         correct += logits.argmax(1).eq(test.y.narrow(0, first, count)).sum().item<std::int64_t>();
         seen += count;
       }
@@ -143,11 +122,11 @@ int main(int argc, char** argv) {
   torch::manual_seed(42);
   const Split train = load(ndgc::data::Split::train), test = load(ndgc::data::Split::test);
   if (a.model == "cnn") {
-    torch::nn::Sequential net = cnn();
-    run(net, a, train, test);
+    torch::nn::Sequential net = ndgc_perf::torch_cnn();
+    run(net, a, train, test, [&](const torch::Tensor& x) { return net->forward(x.view({x.size(0), 1, 28, 28})); });
   } else {
-    LstmNet net;
-    run(net, a, train, test);
+    ndgc_perf::TorchLstm net;
+    run(net, a, train, test, [&](const torch::Tensor& x) { return net->forward(x); });
   }
   return 0;
 }

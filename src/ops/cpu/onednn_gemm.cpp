@@ -38,7 +38,6 @@
 #include <cstring>
 #include <iterator>
 #include <utility>
-#include <vector>
 
 #include "ops/cpu/onednn_support.hpp"
 #include "support/assert.hpp"
@@ -148,41 +147,16 @@ void create(Entry& e, const Key& key, dnnl_engine_t eng) {
 // One thread's primitives, stream and buffers.
 class ThreadCache {
  public:
-  ThreadCache() { entries_.reserve(kCapacity); }
-  ThreadCache(const ThreadCache&) = delete;
-  ThreadCache& operator=(const ThreadCache&) = delete;
-  ~ThreadCache() {
-    for (Entry& e : entries_) e.release();
-  }
-
   dnnl_stream_t stream() { return stream_.get(kOp); }
-
   Entry& entry(const Key& key) {
-    ++clock_;
-    for (Entry& e : entries_)
-      if (e.key == key) {
-        e.last_use = clock_;
-        return e;
-      }
-    Entry* slot = nullptr;
-    if (entries_.size() < kCapacity) {
-      slot = &entries_.emplace_back();
-    } else {
-      slot = &*std::min_element(entries_.begin(), entries_.end(),
-                                [](const Entry& x, const Entry& y) { return x.last_use < y.last_use; });
-      slot->release();
-    }
-    create(*slot, key, engine());
-    slot->last_use = clock_;
-    return *slot;
+    return primitives_.entry(key, [](Entry& e, const Key& k) { create(e, k, engine()); });
   }
 
   Buffer scratchpad, a_copy, b_copy, c_copy;
 
  private:
-  std::vector<Entry> entries_;
-  std::uint64_t clock_ = 0;
   onednn::Stream stream_;
+  onednn::Primitives<Key, Entry, kCapacity> primitives_;  // released before the stream
 };
 
 ThreadCache& thread_cache() {

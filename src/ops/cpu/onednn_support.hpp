@@ -4,10 +4,12 @@
 // where NDGC_HAVE_ONEDNN is set.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <new>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -70,6 +72,47 @@ class Stream {
 
  private:
   dnnl_stream_t stream_ = nullptr;
+};
+
+// A thread's primitives: up to Capacity entries, by key, the least recently
+// used one released and made again for a new key when full. An Entry has
+// `key`, `last_use` and release(); make(entry, key) fills a fresh one (and
+// may leave it marking a key oneDNN does not serve, so that it is asked
+// once).
+template <class Key, class Entry, std::size_t Capacity>
+class Primitives {
+ public:
+  Primitives() { entries_.reserve(Capacity); }
+  Primitives(const Primitives&) = delete;
+  Primitives& operator=(const Primitives&) = delete;
+  ~Primitives() {
+    for (Entry& e : entries_) e.release();
+  }
+
+  template <class Make>
+  Entry& entry(const Key& key, Make&& make) {
+    ++clock_;
+    for (Entry& e : entries_)
+      if (e.key == key) {
+        e.last_use = clock_;
+        return e;
+      }
+    Entry* slot = nullptr;
+    if (entries_.size() < Capacity) {
+      slot = &entries_.emplace_back();
+    } else {
+      slot = &*std::min_element(entries_.begin(), entries_.end(),
+                                [](const Entry& x, const Entry& y) { return x.last_use < y.last_use; });
+      slot->release();
+    }
+    make(*slot, key);
+    slot->last_use = clock_;
+    return *slot;
+  }
+
+ private:
+  std::vector<Entry> entries_;
+  std::uint64_t clock_ = 0;
 };
 
 }  // namespace ndgc::ops::cpu::onednn
