@@ -264,18 +264,12 @@ void create(Entry& e, const Key& key) {
 }
 
 // One thread's primitives, stream and buffers.
-class ThreadCache {
- public:
-  dnnl_stream_t stream() { return stream_.get(kOp); }
-  Entry& entry(const Key& key) {
-    return primitives_.entry(key, [](Entry& e, const Key& k) { create(e, k); });
-  }
-
+struct ThreadCache {
+  onednn::Primitives<Key, Entry, kCapacity> primitives{create};
   Buffer scratchpad, src, dst, weights;
 
- private:
-  onednn::Stream stream_;
-  onednn::Primitives<Key, Entry, kCapacity> primitives_;  // released before the stream
+  dnnl_stream_t stream() { return primitives.stream(kOp); }
+  Entry& entry(const Key& key) { return primitives.entry(key); }
 };
 
 ThreadCache& thread_cache() {

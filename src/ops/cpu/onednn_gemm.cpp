@@ -145,18 +145,12 @@ void create(Entry& e, const Key& key, dnnl_engine_t eng) {
 }
 
 // One thread's primitives, stream and buffers.
-class ThreadCache {
- public:
-  dnnl_stream_t stream() { return stream_.get(kOp); }
-  Entry& entry(const Key& key) {
-    return primitives_.entry(key, [](Entry& e, const Key& k) { create(e, k, engine()); });
-  }
-
+struct ThreadCache {
+  onednn::Primitives<Key, Entry, kCapacity> primitives{[](Entry& e, const Key& k) { create(e, k, engine()); }};
   Buffer scratchpad, a_copy, b_copy, c_copy;
 
- private:
-  onednn::Stream stream_;
-  onednn::Primitives<Key, Entry, kCapacity> primitives_;  // released before the stream
+  dnnl_stream_t stream() { return primitives.stream(kOp); }
+  Entry& entry(const Key& key) { return primitives.entry(key); }
 };
 
 ThreadCache& thread_cache() {

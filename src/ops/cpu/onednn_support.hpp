@@ -74,23 +74,25 @@ class Stream {
   dnnl_stream_t stream_ = nullptr;
 };
 
-// A thread's primitives: up to Capacity entries, by key, the least recently
-// used one released and made again for a new key when full. An Entry has
-// `key`, `last_use` and release(); make(entry, key) fills a fresh one (and
-// may leave it marking a key oneDNN does not serve, so that it is asked
-// once).
+// A thread's primitives and its stream: up to Capacity entries, by key, the
+// least recently used one released and made again for a new key when full.
+// An Entry has `key`, `last_use` and release(); make(entry, key) fills a
+// fresh one (and may leave it marking a key oneDNN does not serve, so that
+// oneDNN is asked once).
 template <class Key, class Entry, std::size_t Capacity>
 class Primitives {
  public:
-  Primitives() { entries_.reserve(Capacity); }
+  using Make = void (*)(Entry&, const Key&);
+  explicit Primitives(Make make) : make_(make) { entries_.reserve(Capacity); }
   Primitives(const Primitives&) = delete;
   Primitives& operator=(const Primitives&) = delete;
   ~Primitives() {
-    for (Entry& e : entries_) e.release();
+    for (Entry& e : entries_) e.release();  // before the stream
   }
 
-  template <class Make>
-  Entry& entry(const Key& key, Make&& make) {
+  dnnl_stream_t stream(const char* op) { return stream_.get(op); }
+
+  Entry& entry(const Key& key) {
     ++clock_;
     for (Entry& e : entries_)
       if (e.key == key) {
@@ -105,12 +107,14 @@ class Primitives {
                                 [](const Entry& x, const Entry& y) { return x.last_use < y.last_use; });
       slot->release();
     }
-    make(*slot, key);
+    make_(*slot, key);
     slot->last_use = clock_;
     return *slot;
   }
 
  private:
+  Make make_;
+  Stream stream_;
   std::vector<Entry> entries_;
   std::uint64_t clock_ = 0;
 };
