@@ -4,7 +4,13 @@
 // (resnet18 at 224x224, a TransformerEncoder and a small 3-D CNN, as NAME.onnx and NAME.pt);
 // NDGC_ONNX_PERF_DIR names DIR (default /tmp/ndgc-onnx-perf). Arguments:
 // batch, threads. ndgc runs with auto-close on, each pass in a manager of its
-// own; its counter peak_MiB is the pass's peak host bytes above the input.
+// own; its counter peak_MiB is the pass's peak host bytes above the input,
+// as its allocator counts them. Both sides count rss_MiB: the process's
+// resident high-water mark over the passes (the untimed one included) above
+// what was resident once the model and the input were loaded, so every
+// library's own buffers count (oneDNN's, LibTorch's allocator's). Run one
+// benchmark a process for it: what an earlier one left resident is not
+// counted again.
 //
 //   build/perf/bench_onnx --benchmark_filter='ndgc/resnet18/1/1'
 //   OMP_NUM_THREADS=1 perf/peer_at_best.sh build/perf/bench_onnx --benchmark_filter='torch/resnet18/1/1'
@@ -12,6 +18,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +37,32 @@ std::filesystem::path model_dir() {
   return dir ? dir : "/tmp/ndgc-onnx-perf";
 }
 
+// A field of /proc/self/status in KiB (VmRSS, VmHWM), 0 where unreadable.
+std::int64_t status_kib(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  std::int64_t kib = 0;
+  while (status >> key) {
+    if (key == field + ":" && status >> kib) return kib;
+    status.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+// The resident size in KiB when first called, with the high-water mark
+// reset to it then (Linux: writing 5 to /proc/self/clear_refs). Once a
+// process: Google Benchmark runs a benchmark's function more than once, and
+// what its first run made resident must not hide the growth.
+std::int64_t reset_resident_peak() {
+  static const std::int64_t base = [] {
+    std::ofstream("/proc/self/clear_refs") << "5";
+    return status_kib("VmRSS");
+  }();
+  return base;
+}
+
+double resident_growth_mib(std::int64_t base_kib) { return double(status_kib("VmHWM") - base_kib) / 1024.0; }
+
 // One sample's shape of each model.
 std::vector<std::int64_t> sample_shape(const std::string& name) {
   if (name == "resnet18") return {3, 224, 224};
@@ -41,13 +75,18 @@ void ndgc_forward(benchmark::State& state, const std::string& name) {
   const auto file = model_dir() / (name + ".onnx");
   if (!std::filesystem::exists(file)) return state.SkipWithError(("missing " + file.string()).c_str());
   set_num_threads(int(state.range(1)));
-  onnx::Imported net = onnx::load(file, name, Device::cpu(), {.trainable = false});
+  // Loaded once a process (Google Benchmark calls this more than once), so
+  // that a second load's transient memory is not taken for the passes'.
+  static std::map<std::string, onnx::Imported> loaded;
+  if (!loaded.count(name)) loaded.emplace(name, onnx::load(file, name, Device::cpu(), {.trainable = false}));
+  onnx::Imported& net = loaded.at(name);
   gc::enable();
   NDManager data = NDManager::new_base_manager("data");
   Shape shape{state.range(0)};
   for (std::int64_t d : sample_shape(name)) shape.push_back(d);
   set_random_seed(1);
   NDArray x = data.random_normal(shape);
+  const std::int64_t resident = reset_resident_peak();
   // One pass untimed, on both sides: at batch 16 a run times one or two
   // passes, and the first pays for what later ones reuse (oneDNN's and
   // LibTorch's generated kernels, first touches of memory).
@@ -67,6 +106,7 @@ void ndgc_forward(benchmark::State& state, const std::string& name) {
     peak = std::max(peak, memory::stats(Device::cpu()).peak_bytes - base);
   }
   gc::disable();
+  state.counters["rss_MiB"] = resident_growth_mib(resident);
   state.counters["peak_MiB"] = double(peak) / (1 << 20);
   state.counters["threads"] = num_threads();
 }
@@ -77,18 +117,22 @@ void torch_forward(benchmark::State& state, const std::string& name) {
   if (!std::filesystem::exists(file)) return state.SkipWithError(("missing " + file.string()).c_str());
   const int saved = torch::get_num_threads();
   torch::set_num_threads(int(state.range(1)));
-  torch::jit::Module module = torch::jit::load(file.string());
+  static std::map<std::string, torch::jit::Module> loaded;  // once a process, as ndgc's
+  if (!loaded.count(name)) loaded.emplace(name, torch::jit::load(file.string()));
+  torch::jit::Module& module = loaded.at(name);
   module.eval();
   torch::NoGradGuard no_grad;
   std::vector<std::int64_t> shape{state.range(0)};
   for (std::int64_t d : sample_shape(name)) shape.push_back(d);
   torch::manual_seed(1);
   const torch::Tensor x = torch::randn(shape);
+  const std::int64_t resident = reset_resident_peak();
   benchmark::DoNotOptimize(module.forward({x}).toTensor().data_ptr());  // untimed, as for ndgc
   for (auto _ : state) {
     torch::Tensor y = module.forward({x}).toTensor();
     benchmark::DoNotOptimize(y.data_ptr());
   }
+  state.counters["rss_MiB"] = resident_growth_mib(resident);
   state.counters["threads"] = torch::get_num_threads();
   torch::set_num_threads(saved);
 }
