@@ -89,6 +89,16 @@ void by_slices(const TensorView& shape_of, F&& f) {
   for (std::int64_t start = 0; start < rows; start += step) f(start, std::min(step, rows - start));
 }
 
+// The longest axis of `in` that `axes` (bit i: axis i) does not reduce, or
+// -1 when every axis of length above 1 is reduced or `in` is empty.
+int widest_kept_axis(const TensorView& in, std::uint32_t axes) {
+  int best = -1;
+  if (in.size() == 0) return best;
+  for (int a = 0; a < in.rank; ++a)
+    if (!(axes & (1u << a)) && in.shape[a] > 1 && (best < 0 || in.shape[a] > in.shape[best])) best = a;
+  return best;
+}
+
 // `v` narrowed to [start, start + length) of axis 0, when it has that axis.
 TensorView slice(const TensorView& v, std::int64_t start, std::int64_t length) {
   return v.rank == 0 ? v : v.narrow(0, start, length);
@@ -112,9 +122,11 @@ class HalfWideningEngine final : public Engine {
   // ---- factories: a float32 result, rounded ----------------------------------
   void fill(const TensorView& out, double value) override {
     if (!half(out) || native(out)) return e().fill(out, value);
-    Wide o(e(), out, R::out);
-    e().fill(o, value);
-    o.store();
+    by_slices(out, [&](std::int64_t at, std::int64_t n) {  // Note [Widening in slices]: a backward pass's zeros
+      Wide o(e(), slice(out, at, n), R::out);
+      e().fill(o, value);
+      o.store();
+    });
   }
   void arange(const TensorView& out, double start, double step) override {
     if (!half(out)) return e().arange(out, start, step);
@@ -197,9 +209,18 @@ class HalfWideningEngine final : public Engine {
   // ---- reductions, products, softmax ---------------------------------------------
   void reduce(Reduce op, const TensorView& in, std::uint32_t axes, const TensorView& out) override {
     if (!any_half(in, out)) return e().reduce(op, in, axes, out);
-    Wide x(e(), in, R::in), o(e(), out, R::out);
-    e().reduce(op, x, axes, o);
-    o.store();
+    // Note [Widening in slices], along the widest axis that is not reduced:
+    // each output element reads only its own slice (a gradient's sum over
+    // the batch widens a few hundred KiB at a time, not the whole gradient).
+    const int kept = widest_kept_axis(in, axes);
+    const std::int64_t extent = kept < 0 ? 1 : in.shape[kept], per = in.size() / std::max<std::int64_t>(extent, 1);
+    const std::int64_t step = std::max<std::int64_t>(1, kSliceElements / std::max<std::int64_t>(per, 1));
+    for (std::int64_t at = 0; at < extent; at += step) {
+      const std::int64_t n = std::min(step, extent - at);
+      Wide x(e(), kept < 0 ? in : in.narrow(kept, at, n), R::in), o(e(), kept < 0 ? out : out.narrow(kept, at, n), R::out);
+      e().reduce(op, x, axes, o);
+      o.store();
+    }
   }
   void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override {
     if (!half(in)) return e().arg_reduce(max, in, axis, out);

@@ -117,11 +117,16 @@ NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Sit
       bias_rows.shape[0] = shape[0], bias_rows.strides[0] = 0;
       Engine& e = engine(a->device);
       e.copy(bias_rows, o);
-      if (e.matmul_add(view_of(*a), view_of(*w), o)) {
-        NDArray result = publish_like(std::move(out), *a, "linear");
-        record({.kind = OpKind::linear}, {x, weight, bias}, result);
-        return result;
+      if (!e.matmul_add(view_of(*a), view_of(*w), o)) {
+        // The product, then the bias, in the one output: the two roundings
+        // of matmul(x, w).add(b), without its intermediate array (a 16-bit
+        // step's input projection stays one array, not two).
+        e.matmul(view_of(*a), view_of(*w), o);
+        e.binary(Binary::add, o, bias_rows, o);
       }
+      NDArray result = publish_like(std::move(out), *a, "linear");
+      record({.kind = OpKind::linear}, {x, weight, bias}, result);
+      return result;
     }
   }
   return matmul(x, weight, site).add(bias, site);

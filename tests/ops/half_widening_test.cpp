@@ -314,4 +314,51 @@ TEST_CASE("16-bit: operands larger than a slice give the same bits as float32 ro
   }
 }
 
+TEST_CASE("16-bit: fills and reductions widen in slices too: their scratch stays far under a float32 copy, "
+          "and sums are the float32 result rounded once") {
+  NDManager m = NDManager::new_base_manager("half-slice-peaks");
+  set_random_seed(43);
+  const Shape big{300, 2001};  // 600,300 elements: a float32 copy is 2.4 MB
+  const std::uint64_t float32_copy = std::uint64_t(big.size()) * 4, slack = 512 << 10;
+  check_rounded_once("big sum over rows", m, [](const NDArray& x) { return x.sum({0}); }, -2, 2, big);
+  check_rounded_once("big sum over columns", m, [](const NDArray& x) { return x.sum({1}); }, -2, 2, big);
+  for (DataType t : kHalves) {
+    CAPTURE(to_string(t));
+    NDArray x = m.random_uniform(big).to_type(t);
+    memory::reset_peak(Device::cpu());
+    std::uint64_t base = memory::stats(Device::cpu()).current_bytes;
+    NDArray zeros = m.zeros(big, t);  // a backward pass's zeros (get's gradient) are such fills
+    const std::uint64_t fill_peak = memory::stats(Device::cpu()).peak_bytes - base;
+    CHECK(zeros.to_type(DataType::float32).abs().sum().to_vector<float>()[0] == 0.0f);
+    CHECK(fill_peak < zeros.nbytes() + slack);
+    memory::reset_peak(Device::cpu());
+    base = memory::stats(Device::cpu()).current_bytes;
+    NDArray column_sums = x.sum({0});  // a bias gradient's sum over the batch
+    const std::uint64_t reduce_peak = memory::stats(Device::cpu()).peak_bytes - base;
+    CHECK(reduce_peak < slack);
+    CHECK(reduce_peak < float32_copy / 4);
+    MESSAGE(to_string(t) << ": fill scratch " << fill_peak - zeros.nbytes() << " B, sum over rows " << reduce_peak
+                         << " B, against " << float32_copy << " B widened whole");
+  }
+}
+
+TEST_CASE("16-bit: linear is one output array with matmul(x, w).add(b)'s bits") {
+  NDManager m = NDManager::new_base_manager("half-linear");
+  set_random_seed(47);
+  for (DataType t : kHalves) {
+    CAPTURE(to_string(t));
+    NDArray x = m.random_uniform({896, 28}).to_type(t), w = m.random_uniform({28, 512}).to_type(t),
+            b = m.random_uniform({512}).to_type(t);
+    const std::vector<float> want = x.matmul(w).add(b).to_type(DataType::float32).to_vector<float>();
+    memory::reset_peak(Device::cpu());
+    const std::uint64_t base = memory::stats(Device::cpu()).current_bytes;
+    NDArray y = linear(x, w, b);
+    const std::uint64_t peak = memory::stats(Device::cpu()).peak_bytes - base;
+    CHECK(y.to_type(DataType::float32).to_vector<float>() == want);
+    // The product and the sum were two arrays of y's size. (float16 products
+    // widen their operands whole, F16C copies, so only bfloat16's peak shows it.)
+    if (t == DataType::bfloat16) CHECK(peak < 2 * y.nbytes());
+  }
+}
+
 }  // namespace ndgc
