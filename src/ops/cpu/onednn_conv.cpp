@@ -158,24 +158,14 @@ struct Step {
   }
 };
 
-dnnl_primitive_attr_t user_scratchpad_attr() {
-  dnnl_primitive_attr_t attr = nullptr;
-  check(dnnl_primitive_attr_create(&attr), "attribute");
-  if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
-    dnnl_primitive_attr_destroy(attr);
-    check(dnnl_runtime_error, "scratchpad mode");
-  }
-  return attr;
-}
-
 // A reorder from `from` to `to`, or nothing (primitive null) when they are
 // the same layout. False where oneDNN has no reorder between them.
 bool make_reorder(Step& step, const dnnl_memory_desc_t* from, const dnnl_memory_desc_t* to) {
   if (dnnl_memory_desc_equal(from, to)) return true;
-  dnnl_primitive_attr_t attr = user_scratchpad_attr();
-  support::ScopeExit free_attr{[&] { dnnl_primitive_attr_destroy(attr); }};
+  const onednn::UserScratchpad attr(kOp);
   dnnl_primitive_desc_t pd = nullptr;
-  if (dnnl_reorder_primitive_desc_create(&pd, from, engine(), to, engine(), attr) != dnnl_success) return false;
+  if (dnnl_reorder_primitive_desc_create(&pd, from, engine(), to, engine(), attr.get()) != dnnl_success)
+    return false;
   support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
   step.make(pd, from, to);
   return true;
@@ -241,10 +231,9 @@ void create(Entry& e, const Key& key) {
                                                    &any_weights, key.bias ? &bias : nullptr, &any_dst, strides,
                                                    dilates, padding, padding_r),
         "convolution desc");
-  dnnl_primitive_attr_t attr = user_scratchpad_attr();
-  support::ScopeExit free_attr{[&] { dnnl_primitive_attr_destroy(attr); }};
+  const onednn::UserScratchpad attr(kOp);
   dnnl_primitive_desc_t pd = nullptr;
-  if (dnnl_primitive_desc_create(&pd, &cd, attr, engine(), nullptr) != dnnl_success) return;
+  if (dnnl_primitive_desc_create(&pd, &cd, attr.get(), engine(), nullptr) != dnnl_success) return;
   support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
   if (!onednn::implemented_by(pd, {"brg", "brdgmm", "jit"}, kOp)) return;
 

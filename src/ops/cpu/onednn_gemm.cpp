@@ -123,12 +123,9 @@ void create(Entry& e, const Key& key, dnnl_engine_t eng) {
   dnnl_matmul_desc_t md;
   check(dnnl_matmul_desc_init(&md, &ad, &bd, nullptr, &cd), "matmul desc");
 
-  dnnl_primitive_attr_t attr = nullptr;
-  check(dnnl_primitive_attr_create(&attr), "attribute");
-  support::ScopeExit free_attr{[&] { dnnl_primitive_attr_destroy(attr); }};
-  check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratchpad mode");
+  const onednn::UserScratchpad attr(kOp);
   dnnl_primitive_desc_t pd = nullptr;
-  if (dnnl_primitive_desc_create(&pd, &md, attr, eng, nullptr) != dnnl_success) return;
+  if (dnnl_primitive_desc_create(&pd, &md, attr.get(), eng, nullptr) != dnnl_success) return;
   support::ScopeExit free_pd{[&] { dnnl_primitive_desc_destroy(pd); }};
   if (!onednn::implemented_by(pd, {"brg"}, kOp)) return;
 

@@ -63,6 +63,15 @@ bool implemented_by(const_dnnl_primitive_desc_t pd, std::initializer_list<const 
   return false;
 }
 
+UserScratchpad::UserScratchpad(const char* op) {
+  check(dnnl_primitive_attr_create(&attr_), op, "attribute");
+  const dnnl_status_t status = dnnl_primitive_attr_set_scratchpad_mode(attr_, dnnl_scratchpad_mode_user);
+  if (status != dnnl_success) dnnl_primitive_attr_destroy(attr_);
+  check(status, op, "scratchpad mode");
+}
+
+UserScratchpad::~UserScratchpad() { dnnl_primitive_attr_destroy(attr_); }
+
 OneOpenMpThread::OneOpenMpThread() : previous_(omp_get_max_threads()) {
   if (previous_ != 1) omp_set_num_threads(1);
 }

@@ -33,6 +33,20 @@ void execute(dnnl_primitive_t primitive, dnnl_stream_t stream, int count, const 
 // GEMM fallback).
 bool implemented_by(const_dnnl_primitive_desc_t pd, std::initializer_list<const char*> prefixes, const char* op);
 
+// Primitive attributes with a user scratchpad (the thread's buffer, so that
+// executes allocate no scratchpad of oneDNN's), destroyed with this.
+class UserScratchpad {
+ public:
+  explicit UserScratchpad(const char* op);
+  UserScratchpad(const UserScratchpad&) = delete;
+  UserScratchpad& operator=(const UserScratchpad&) = delete;
+  ~UserScratchpad();
+  const_dnnl_primitive_attr_t get() const noexcept { return attr_; }
+
+ private:
+  dnnl_primitive_attr_t attr_ = nullptr;
+};
+
 // The calling thread's OpenMP held to one thread while it lives: Debian's
 // oneDNN runs on OpenMP, whose threads would fight ndgc's pool.
 class OneOpenMpThread {
