@@ -60,8 +60,11 @@ class ArrayImpl {
   std::size_t nbytes() const noexcept { return std::size_t(size()) * size_of(dtype); }
   // Bytes this array accounts for in its manager: its buffer if it allocated it.
   std::size_t charged_bytes() const noexcept { return owns_storage ? storage->bytes() : 0; }
+  // An empty buffer has no address, and neither has a view of it, whatever its offset (a slice of an
+  // empty batch along another axis still advances the offset).
   void* data() const noexcept {
-    return static_cast<char*>(storage->data()) + offset * std::int64_t(size_of(dtype));
+    char* base = static_cast<char*>(storage->data());
+    return base == nullptr ? nullptr : base + offset * std::int64_t(size_of(dtype));
   }
   bool is_contiguous() const noexcept;
 
