@@ -11,6 +11,8 @@
 #include <new>
 #include <tuple>
 
+#include "support/assert.hpp"
+
 namespace ndgc::memory {
 
 bool CachingAllocator::BlockLess::operator()(const Block& a, const Block& b) const noexcept {
@@ -304,6 +306,7 @@ void CachingAllocator::free_block(Block* b) noexcept {
     merge(b, b->next);
   }
   b->pool->insert(*b);
+  if (stats_.cached_bytes() > max_cached_) trim_to_budget();
 }
 
 // Absorbs `from`, the free block right after `into`, and deletes it.
@@ -362,14 +365,51 @@ std::size_t CachingAllocator::release_free_segments(Pool& pool) noexcept {
       continue;
     }
     it = pool.erase(it);
-    source_.free_segment(b->ptr, b->size);
-    ++stats_.segment_frees;
-    --stats_.segments;
-    stats_.reserved_bytes -= b->size;
     released += b->size;
-    drop_block(b);
+    release_segment(b);
   }
   return released;
+}
+
+// `b` is a wholly free segment, out of its pool already.
+void CachingAllocator::release_segment(Block* b) noexcept {
+  NDGC_ASSERT(!b->prev && !b->next && b->state == BlockInfo::kFree, "release_segment: a segment still in use");
+  source_.free_segment(b->ptr, b->size);
+  ++stats_.segment_frees;
+  --stats_.segments;
+  stats_.reserved_bytes -= b->size;
+  drop_block(b);
+}
+
+// Note [A cache budget]
+// The host keeps its freed large blocks mapped so that a steady loop takes
+// no page fault (Note [Large host blocks]), but not without bound: past the
+// budget, wholly free segments are given back, the largest first (the
+// fewest calls to the source for the bytes). Only a whole segment can go
+// back (Note [Giving memory back]), so free pieces of a segment still in
+// use stay cached, and cached bytes may stay above the budget until that
+// segment is free. Pending blocks cannot go either.
+void CachingAllocator::trim_to_budget() noexcept {
+  for (Pool* pool : {&large_, &small_}) {
+    auto it = pool->end();
+    while (it != pool->begin() && stats_.cached_bytes() > max_cached_) {
+      Block* b = &*--it;
+      if (b->prev || b->next) continue;
+      it = pool->erase(it);
+      release_segment(b);
+    }
+  }
+}
+
+void CachingAllocator::set_max_cached_bytes(std::size_t bytes) noexcept {
+  std::lock_guard lock(mu_);
+  max_cached_ = bytes;
+  if (stats_.cached_bytes() > max_cached_) trim_to_budget();
+}
+
+std::size_t CachingAllocator::max_cached_bytes() const noexcept {
+  std::lock_guard lock(mu_);
+  return max_cached_;
 }
 
 std::size_t CachingAllocator::release_cached() noexcept {

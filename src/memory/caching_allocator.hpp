@@ -98,6 +98,13 @@ class CachingAllocator {
   void close_private_pool() noexcept;
   void release_private_pool(StreamId pool, StreamId stream) noexcept;
 
+  // Note [A cache budget]: past `bytes` cached (reserved but not allocated),
+  // wholly free segments go back to the source, largest first. The default:
+  // no budget, as on a GPU, where only empty_cache() and a refused
+  // allocation give memory back. Setting it trims at once.
+  void set_max_cached_bytes(std::size_t bytes) noexcept;
+  std::size_t max_cached_bytes() const noexcept;
+
   CachingStats stats() const noexcept;
   void reset_peak() noexcept;
   const CachingConfig& config() const noexcept { return config_; }
@@ -177,6 +184,8 @@ class CachingAllocator {
   void process_events() noexcept;
   void synchronize_events() noexcept;
   std::size_t release_free_segments(Pool& pool) noexcept;
+  void release_segment(Block* b) noexcept;
+  void trim_to_budget() noexcept;
   std::size_t release_cached() noexcept;
   void on_allocated(std::size_t size) noexcept;
   Block* make_block(char* ptr, std::size_t size, StreamId stream, Pool* pool) noexcept;
@@ -197,6 +206,7 @@ class CachingAllocator {
   // the first one not done ends the scan of that stream.
   std::unordered_map<StreamId, std::deque<PendingEvent>> pending_;
   std::size_t pending_events_ = 0;
+  std::size_t max_cached_ = std::numeric_limits<std::size_t>::max();
   CachingStats stats_;
 };
 

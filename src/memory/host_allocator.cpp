@@ -6,7 +6,7 @@
 // per call (callgrind, a 16 KiB block), more than a 64×64 add itself; a block
 // 64 bytes larger, rounded up, costs nothing extra. Blocks of
 // kLargeBlockBytes and more are mapped by ndgc and stay mapped in the
-// large-block cache (Note [Large host blocks]), page-aligned. Sanitizer builds
+// large-block cache (Note [Large host blocks]), 512-byte aligned. Sanitizer builds
 // and runs under Memcheck use aligned_alloc and no cache, so that they see each
 // buffer's exact bounds.
 //

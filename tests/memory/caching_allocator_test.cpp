@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <numeric>
 
 #include "memory/caching_allocator.hpp"
@@ -267,6 +268,29 @@ TEST_CASE("empty_cache gives back fully free segments only, after waiting for pe
   CHECK(cache.block_size(live) == 4096);
   cache.free(live);
   CHECK(cache.empty_cache() == 2 * MiB);
+  CHECK(src.used_bytes() == 0);
+}
+
+TEST_CASE("a cache budget: past it, wholly free segments go back, the largest first; none by default") {
+  HostSegmentSource src(256 * MiB);
+  CachingAllocator cache(src);
+  CHECK(cache.max_cached_bytes() == std::numeric_limits<std::size_t>::max());
+  void* a = cache.allocate(12 * MiB, 0);  // a segment each
+  void* b = cache.allocate(16 * MiB, 0);
+  void* c = cache.allocate(4 * MiB, 0);  // two blocks of one 20 MiB segment
+  void* d = cache.allocate(4 * MiB, 0);
+  for (void* p : {a, b, c}) cache.free(p);
+  CHECK(cache.stats().cached_bytes() == 12 * MiB + 16 * MiB + 16 * MiB);  // no budget: all kept
+  cache.set_max_cached_bytes(20 * MiB);
+  CHECK(cache.max_cached_bytes() == 20 * MiB);
+  // 16 MiB went first, then 12 MiB; the 20 MiB segment is still in use (d).
+  CHECK(cache.stats().segment_frees == 2);
+  CHECK(cache.stats().cached_bytes() == 16 * MiB);
+  CHECK(src.used_bytes() == 20 * MiB);
+  cache.free(d);  // the segment is wholly free now, and over the budget
+  CHECK(cache.stats().cached_bytes() == 20 * MiB);
+  cache.set_max_cached_bytes(0);
+  CHECK(cache.stats().segments == 0);
   CHECK(src.used_bytes() == 0);
 }
 

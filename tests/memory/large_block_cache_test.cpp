@@ -1,13 +1,15 @@
 // The process-wide cache of large host blocks (src/memory/large_block_cache.hpp,
-// Note [Large host blocks]): reuse within a size class, the byte budget and
-// least-recently-freed eviction, release, alignment, many threads; and the
-// host allocator's view of it (reserved against in use, empty_cache, limits).
+// Note [Large host blocks]): reuse of any larger cached block, split and
+// merged back, a repeated pass that maps nothing after the first, the byte
+// budget, release, alignment, many threads; and the host allocator's view of
+// it (reserved against in use, empty_cache, limits).
 #include <doctest/doctest.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <ndgc/error.hpp>
@@ -37,64 +39,99 @@ struct Budget {
 
 }  // namespace
 
-TEST_CASE("large blocks: a freed block serves the next request of its size class, with no new mapping") {
-  Budget budget(64 * kMiB);
-  void* a = memory::large_allocate(3 * kMiB);
+TEST_CASE("large blocks: a freed block serves any smaller request, split and merged back, with no new mapping") {
+  Budget budget(256 * kMiB);
+  const std::uint64_t mapped = memory::large_cache_stats().mapped_bytes;
+  void* a = memory::large_allocate(48 * kMiB);
   REQUIRE(a != nullptr);
-  std::memset(a, 1, 3 * kMiB);
-  memory::large_free(a, 3 * kMiB);
-  CHECK(memory::large_cache_stats().cached_bytes >= 3 * kMiB);
+  std::memset(a, 1, 48 * kMiB);
+  memory::large_free(a, 48 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes == 48 * kMiB);
   const std::uint64_t maps = memory::large_cache_stats().maps;
-  void* b = memory::large_allocate(3 * kMiB - 4096);  // the same class: at most 12.5 % apart
+  // Narrower requests after a wide one (a ResNet's later layers) take its pages.
+  void* b = memory::large_allocate(12 * kMiB);
+  void* c = memory::large_allocate(30 * kMiB);
   CHECK(b == a);
+  CHECK(static_cast<char*>(c) == static_cast<char*>(a) + 12 * kMiB);
   CHECK(memory::large_cache_stats().maps == maps);
-  CHECK(memory::large_cache_stats().cached_bytes == 0);
-  void* c = memory::large_allocate(5 * kMiB);  // another class: a new mapping
-  CHECK(c != a);
-  CHECK(memory::large_cache_stats().maps == maps + 1);
-  memory::large_free(b, 3 * kMiB - 4096);
-  memory::large_free(c, 5 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes == 6 * kMiB);
+  memory::large_free(b, 12 * kMiB);
+  memory::large_free(c, 30 * kMiB);
+  // Merged again: the wide request of the next pass finds its block.
+  void* d = memory::large_allocate(48 * kMiB);
+  CHECK(d == a);
+  CHECK(memory::large_cache_stats().maps == maps);
+  CHECK(memory::large_cache_stats().mapped_bytes == mapped + 48 * kMiB);
+  memory::large_free(d, 48 * kMiB);
 }
 
-TEST_CASE("large blocks: page-aligned, and aligned to 2 MiB from 2 MiB on") {
+// A pass shaped like a convolutional network's forward: two wide
+// activations, then narrower ones while the wide ones die. The first pass
+// maps only its live peak; the next ones map nothing.
+TEST_CASE("large blocks: a repeated pass maps its live peak once, then nothing") {
+  Budget budget(256 * kMiB);
+  const std::uint64_t mapped = memory::large_cache_stats().mapped_bytes;
+  std::uint64_t maps_after_first = 0;
+  for (int pass = 0; pass < 4; ++pass) {
+    CAPTURE(pass);
+    void* wide = memory::large_allocate(48 * kMiB);
+    void* wide2 = memory::large_allocate(48 * kMiB);
+    memory::large_free(wide, 48 * kMiB);
+    void* x = memory::large_allocate(12 * kMiB);
+    memory::large_free(wide2, 48 * kMiB);
+    void* y = memory::large_allocate(12 * kMiB);
+    void* z = memory::large_allocate(12 * kMiB);
+    memory::large_free(x, 12 * kMiB);
+    void* u = memory::large_allocate(6 * kMiB);
+    void* v = memory::large_allocate(3 * kMiB);
+    for (auto [p, n] : {std::pair{y, 12 * kMiB}, {z, 12 * kMiB}, {u, 6 * kMiB}, {v, 3 * kMiB}}) memory::large_free(p, n);
+    if (pass == 0) maps_after_first = memory::large_cache_stats().maps;
+    CHECK(memory::large_cache_stats().maps == maps_after_first);
+    CHECK(memory::large_cache_stats().mapped_bytes == mapped + 96 * kMiB);  // size classes alone mapped 141 MiB
+  }
+}
+
+TEST_CASE("large blocks: 512-byte aligned, and a large segment's first block on 2 MiB") {
   Budget budget(64 * kMiB);
   for (std::size_t bytes : {memory::kLargeBlockBytes, 300 * std::size_t(1024), 2 * kMiB, 9 * kMiB + 12345}) {
     CAPTURE(bytes);
     void* p = memory::large_allocate(bytes);
     REQUIRE(p != nullptr);
     const auto address = reinterpret_cast<std::uintptr_t>(p);
-    CHECK(address % 4096 == 0);
-    if (bytes >= 2 * kMiB) CHECK(address % (2 * kMiB) == 0);
+    CHECK(address % 512 == 0);
+    if (bytes > kMiB) CHECK(address % (2 * kMiB) == 0);  // alone in a free 20 MiB segment: at its start
     std::memset(p, 0x5a, bytes);  // all of it is writable
     memory::large_free(p, bytes);
   }
 }
 
-TEST_CASE("large blocks: the budget bounds what is cached; the least recently freed go first") {
-  Budget budget(10 * kMiB);
-  void* first = memory::large_allocate(4 * kMiB);
-  void* second = memory::large_allocate(4 * kMiB);
-  void* third = memory::large_allocate(4 * kMiB);
+TEST_CASE("large blocks: the budget bounds the free segments kept; the largest go first") {
+  Budget budget(30 * kMiB);
+  void* first = memory::large_allocate(12 * kMiB);  // a segment each: 10 MiB and more
+  void* second = memory::large_allocate(12 * kMiB);
+  void* third = memory::large_allocate(16 * kMiB);
   const std::uint64_t mapped = memory::large_cache_stats().mapped_bytes;
-  memory::large_free(first, 4 * kMiB);
-  memory::large_free(second, 4 * kMiB);
-  CHECK(memory::large_cache_stats().cached_bytes == 8 * kMiB);
-  memory::large_free(third, 4 * kMiB);  // 12 MiB would not fit: `first` is unmapped
-  CHECK(memory::large_cache_stats().cached_bytes == 8 * kMiB);
-  CHECK(memory::large_cache_stats().mapped_bytes == mapped - 4 * kMiB);
-  // The most recently freed come back first: third, then second.
-  void* a = memory::large_allocate(4 * kMiB);
-  void* b = memory::large_allocate(4 * kMiB);
-  CHECK(a == third);
-  CHECK(b == second);
-  memory::large_free(a, 4 * kMiB);
-  memory::large_free(b, 4 * kMiB);
-  // Lowering the budget evicts down to it.
-  memory::set_large_cache_budget(5 * kMiB);
-  CHECK(memory::large_cache_stats().cached_bytes == 4 * kMiB);
+  memory::large_free(first, 12 * kMiB);
+  memory::large_free(second, 12 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes == 24 * kMiB);
+  memory::large_free(third, 16 * kMiB);  // 40 MiB would not fit: the 16 MiB segment is unmapped
+  CHECK(memory::large_cache_stats().cached_bytes == 24 * kMiB);
+  CHECK(memory::large_cache_stats().mapped_bytes == mapped - 16 * kMiB);
+  // Lowering the budget trims down to it.
+  memory::set_large_cache_budget(13 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes == 12 * kMiB);
+  CHECK(memory::large_cache_budget() == 13 * kMiB);
+  // Only a wholly free segment can go: the free rest of one in use stays.
+  memory::set_large_cache_budget(0);
+  void* a = memory::large_allocate(2 * kMiB);  // two blocks of one 20 MiB segment
+  void* b = memory::large_allocate(2 * kMiB);
+  memory::large_free(a, 2 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes == 18 * kMiB);
+  memory::large_free(b, 2 * kMiB);
+  CHECK(memory::large_cache_stats().cached_bytes == 0);
 }
 
-TEST_CASE("large blocks: a budget of 0 keeps nothing; release unmaps every cached block") {
+TEST_CASE("large blocks: a budget of 0 keeps nothing; release unmaps every free segment") {
   {
     Budget budget(0);
     const std::uint64_t blocks = memory::large_cache_stats().mapped_blocks;
