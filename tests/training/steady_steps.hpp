@@ -4,6 +4,7 @@
 // shuffled batches; one step = fetching the next batch and train_batch.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,9 +28,12 @@ struct SteadyRun {
   bool workspace = false;
   int warmup = 20;    // steps before counting
   int measured = 20;  // steps counted
+  int windows = 1;    // measured is cut into this many windows (it divides measured)
 };
 
-// The mean growth of `count()` per step over run.measured steps, after run.warmup.
+// The mean growth of `count()` per step over run.measured steps, after
+// run.warmup: over the window of the least growth when there are several
+// (a cost of every step shows in each window, a one-off event in one).
 inline double per_step(const SteadyRun& run, const std::function<std::uint64_t()>& count) {
   constexpr std::int64_t kIn = 784;
   AutoClose ac(run.autoclose);
@@ -46,18 +50,24 @@ inline double per_step(const SteadyRun& run, const std::function<std::uint64_t()
   config.optimizer = std::make_shared<nn::Adam>(1e-3);
   if (run.workspace) config.workspace_mode = training::WorkspaceMode::enabled;
   training::Trainer trainer(model, config);
+  REQUIRE(run.windows >= 1);
+  REQUIRE(run.measured % run.windows == 0);
+  const int window = run.measured / run.windows;
   int step = 0;
-  std::uint64_t before = 0, after = 0;
+  std::uint64_t start = 0, least = UINT64_MAX;
   for (data::Batch& batch : train.batches(trainer.manager(), 0)) {
     // The count spans ++it (closing the previous batch, making this one) too.
-    if (step == run.warmup) before = count();
-    if (step == run.warmup + run.measured) after = count();
+    if (step >= run.warmup && (step - run.warmup) % window == 0) {
+      const std::uint64_t now = count();
+      if (step > run.warmup) least = std::min(least, now - start);
+      start = now;
+    }
     if (step == run.warmup + run.measured) break;
     trainer.train_batch(batch);
     ++step;
   }
   REQUIRE(step == run.warmup + run.measured);
-  return double(after - before) / run.measured;
+  return double(least) / window;
 }
 
 }  // namespace ndgc::test
