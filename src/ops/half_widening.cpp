@@ -75,10 +75,14 @@ using R = Role;
 // element depends only on the inputs at its own position along axis 0 (the
 // element-wise kernels, and the pools and col2im per image), the call runs
 // slice by slice of axis 0 instead, each at most kSliceElements elements, so
-// the scratch stays a few hundred KiB (and in cache) whatever the operand's
-// size. The float32 kernel computes each element as it would have whole, so
-// the bits are the same.
-constexpr std::int64_t kSliceElements = std::int64_t(1) << 16;
+// the scratch stays at most 64 KiB an operand (and in the L2 cache) whatever
+// the operand's size. The float32 kernel computes each element as it would
+// have whole, so the bits are the same. 2^14 elements rather than 2^16: a
+// binary op widens three operands, and at 2^16 their 768 KiB was the bf16
+// LSTM step's peak (an LSTM weight gradient's accumulation); 2^14 lowered the
+// peak from 0.62x to 0.56x of float32's, and the bf16 steps ran no slower
+// (perf/RESULTS.md, issue 43).
+constexpr std::int64_t kSliceElements = std::int64_t(1) << 14;
 
 // f(start, length) over slices of axis 0 of `shape_of` (whole when rank 0 or one row).
 template <class F>
