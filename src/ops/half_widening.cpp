@@ -108,6 +108,22 @@ TensorView slice(const TensorView& v, std::int64_t start, std::int64_t length) {
   return v.rank == 0 ? v : v.narrow(0, start, length);
 }
 
+// A batched product whose operands all carry the output's leading batch axis
+// (no broadcast along it): it can run in slices of that axis.
+bool batched_alike(const TensorView& a, const TensorView& b, const TensorView& out) {
+  return out.rank >= 3 && a.rank == out.rank && b.rank == out.rank && a.shape[0] == out.shape[0] &&
+         b.shape[0] == out.shape[0];
+}
+
+// Of three views alike along axis 0, the one with the most elements an item: slices sized by it keep
+// every operand's slice within kSliceElements (unless one item alone is larger).
+const TensorView& widest_item(const TensorView& a, const TensorView& b, const TensorView& out) {
+  const TensorView* widest = &a;
+  for (const TensorView* v : {&b, &out})
+    if (v->size() > widest->size()) widest = v;
+  return *widest;
+}
+
 class HalfWideningEngine final : public Engine {
  public:
   explicit HalfWideningEngine(Engine* inner) noexcept : inner_(inner) {}
@@ -234,6 +250,16 @@ class HalfWideningEngine final : public Engine {
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override {
     if (!any_half(a, b, out)) return e().matmul(a, b, out);
     if (e().matmul_16(a, b, out)) return;
+    if (batched_alike(a, b, out)) {
+      // Note [Widening in slices]: each item of a batched product is a product of its own, so a slice of
+      // items gets the bits it gets in the whole (a convolution's gradients are such products, per image).
+      by_slices(widest_item(a, b, out), [&](std::int64_t at, std::int64_t n) {
+        Wide x(e(), slice(a, at, n), R::in), y(e(), slice(b, at, n), R::in), o(e(), slice(out, at, n), R::out);
+        e().matmul(x, y, o);
+        o.store();
+      });
+      return;
+    }
     Wide x(e(), a, R::in), y(e(), b, R::in), o(e(), out, R::out);
     e().matmul(x, y, o);
     o.store();
