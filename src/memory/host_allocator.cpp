@@ -81,7 +81,7 @@ class HostAllocator final : public DeviceAllocator {
   }
   void raw_deallocate(void* ptr, std::size_t bytes) noexcept override {
     if (exact_) return std::free(ptr);
-    if (bytes >= kLargeBlockBytes) return large_free(ptr, bytes);
+    if (bytes >= kLargeBlockBytes) return large_free(ptr);
     auto* aligned = static_cast<unsigned char*>(ptr);
     cache_free(aligned - aligned[-1], aligned[-2]);
   }

@@ -57,7 +57,7 @@ void* large_allocate(std::size_t bytes) noexcept {
   return cache().allocate(bytes, 0);
 }
 
-void large_free(void* block, [[maybe_unused]] std::size_t bytes) noexcept {
+void large_free(void* block) noexcept {
   [[maybe_unused]] const bool ours = cache().free(block);
   NDGC_ASSERT(ours, "large_free: not a block of large_allocate");
 }

@@ -43,8 +43,8 @@ inline constexpr std::size_t kLargeBlockBytes = std::size_t(256) << 10;
 // A 512-byte aligned block of at least `bytes` (>= kLargeBlockBytes), or
 // nullptr when the system refuses the mapping.
 void* large_allocate(std::size_t bytes) noexcept;
-// Returns a block from large_allocate(bytes), with the same `bytes`.
-void large_free(void* block, std::size_t bytes) noexcept;
+// Returns a block from large_allocate (the allocator knows its size).
+void large_free(void* block) noexcept;
 
 struct LargeCacheStats {
   std::uint64_t cached_bytes = 0;   // mapped, not handed out, kept for reuse

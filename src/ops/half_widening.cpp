@@ -84,13 +84,16 @@ using R = Role;
 // (perf/RESULTS.md, issue 43).
 constexpr std::int64_t kSliceElements = std::int64_t(1) << 14;
 
-// f(start, length) over slices of axis 0 of `shape_of` (whole when rank 0 or one row).
+// f(start, length) over slices of `axis` of `shape_of`, each at most
+// kSliceElements elements (one index at least); one call, f(0, extent), when
+// the axis is -1 or absent (extent 1) or not longer than 1.
 template <class F>
-void by_slices(const TensorView& shape_of, F&& f) {
-  if (shape_of.rank == 0 || shape_of.shape[0] <= 1) return f(std::int64_t(0), shape_of.rank ? shape_of.shape[0] : 1);
-  const std::int64_t rows = shape_of.shape[0], per_row = std::max<std::int64_t>(shape_of.size() / rows, 1);
-  const std::int64_t step = std::max<std::int64_t>(1, kSliceElements / per_row);
-  for (std::int64_t start = 0; start < rows; start += step) f(start, std::min(step, rows - start));
+void by_slices(const TensorView& shape_of, F&& f, int axis = 0) {
+  const std::int64_t extent = axis < 0 || axis >= shape_of.rank ? 1 : shape_of.shape[axis];
+  if (extent <= 1) return f(std::int64_t(0), extent);
+  const std::int64_t per = std::max<std::int64_t>(shape_of.size() / extent, 1);
+  const std::int64_t step = std::max<std::int64_t>(1, kSliceElements / per);
+  for (std::int64_t start = 0; start < extent; start += step) f(start, std::min(step, extent - start));
 }
 
 // The longest axis of `in` that `axes` (bit i: axis i) does not reduce, or
@@ -233,14 +236,14 @@ class HalfWideningEngine final : public Engine {
     // each output element reads only its own slice (a gradient's sum over
     // the batch widens a few hundred KiB at a time, not the whole gradient).
     const int kept = widest_kept_axis(in, axes);
-    const std::int64_t extent = kept < 0 ? 1 : in.shape[kept], per = in.size() / std::max<std::int64_t>(extent, 1);
-    const std::int64_t step = std::max<std::int64_t>(1, kSliceElements / std::max<std::int64_t>(per, 1));
-    for (std::int64_t at = 0; at < extent; at += step) {
-      const std::int64_t n = std::min(step, extent - at);
-      Wide x(e(), kept < 0 ? in : in.narrow(kept, at, n), R::in), o(e(), kept < 0 ? out : out.narrow(kept, at, n), R::out);
+    const auto part = [&](const TensorView& v, std::int64_t at, std::int64_t n) {
+      return kept < 0 ? v : v.narrow(kept, at, n);
+    };
+    by_slices(in, [&](std::int64_t at, std::int64_t n) {
+      Wide x(e(), part(in, at, n), R::in), o(e(), part(out, at, n), R::out);
       e().reduce(op, x, axes, o);
       o.store();
-    }
+    }, kept);
   }
   void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override {
     if (!half(in)) return e().arg_reduce(max, in, axis, out);

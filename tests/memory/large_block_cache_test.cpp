@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include <ndgc/error.hpp>
@@ -45,7 +44,7 @@ TEST_CASE("large blocks: a freed block serves any smaller request, split and mer
   void* a = memory::large_allocate(48 * kMiB);
   REQUIRE(a != nullptr);
   std::memset(a, 1, 48 * kMiB);
-  memory::large_free(a, 48 * kMiB);
+  memory::large_free(a);
   CHECK(memory::large_cache_stats().cached_bytes == 48 * kMiB);
   const std::uint64_t maps = memory::large_cache_stats().maps;
   // Narrower requests after a wide one (a ResNet's later layers) take its pages.
@@ -55,14 +54,14 @@ TEST_CASE("large blocks: a freed block serves any smaller request, split and mer
   CHECK(static_cast<char*>(c) == static_cast<char*>(a) + 12 * kMiB);
   CHECK(memory::large_cache_stats().maps == maps);
   CHECK(memory::large_cache_stats().cached_bytes == 6 * kMiB);
-  memory::large_free(b, 12 * kMiB);
-  memory::large_free(c, 30 * kMiB);
+  memory::large_free(b);
+  memory::large_free(c);
   // Merged again: the wide request of the next pass finds its block.
   void* d = memory::large_allocate(48 * kMiB);
   CHECK(d == a);
   CHECK(memory::large_cache_stats().maps == maps);
   CHECK(memory::large_cache_stats().mapped_bytes == mapped + 48 * kMiB);
-  memory::large_free(d, 48 * kMiB);
+  memory::large_free(d);
 }
 
 // A pass shaped like a convolutional network's forward: two wide
@@ -76,15 +75,15 @@ TEST_CASE("large blocks: a repeated pass maps its live peak once, then nothing")
     CAPTURE(pass);
     void* wide = memory::large_allocate(48 * kMiB);
     void* wide2 = memory::large_allocate(48 * kMiB);
-    memory::large_free(wide, 48 * kMiB);
+    memory::large_free(wide);
     void* x = memory::large_allocate(12 * kMiB);
-    memory::large_free(wide2, 48 * kMiB);
+    memory::large_free(wide2);
     void* y = memory::large_allocate(12 * kMiB);
     void* z = memory::large_allocate(12 * kMiB);
-    memory::large_free(x, 12 * kMiB);
+    memory::large_free(x);
     void* u = memory::large_allocate(6 * kMiB);
     void* v = memory::large_allocate(3 * kMiB);
-    for (auto [p, n] : {std::pair{y, 12 * kMiB}, {z, 12 * kMiB}, {u, 6 * kMiB}, {v, 3 * kMiB}}) memory::large_free(p, n);
+    for (void* p : {y, z, u, v}) memory::large_free(p);
     if (pass == 0) maps_after_first = memory::large_cache_stats().maps;
     CHECK(memory::large_cache_stats().maps == maps_after_first);
     CHECK(memory::large_cache_stats().mapped_bytes == mapped + 96 * kMiB);  // size classes alone mapped 141 MiB
@@ -101,7 +100,7 @@ TEST_CASE("large blocks: 512-byte aligned, and a large segment's first block on 
     CHECK(address % 512 == 0);
     if (bytes > kMiB) CHECK(address % (2 * kMiB) == 0);  // alone in a free 20 MiB segment: at its start
     std::memset(p, 0x5a, bytes);  // all of it is writable
-    memory::large_free(p, bytes);
+    memory::large_free(p);
   }
 }
 
@@ -111,10 +110,10 @@ TEST_CASE("large blocks: the budget bounds the free segments kept; the largest g
   void* second = memory::large_allocate(12 * kMiB);
   void* third = memory::large_allocate(16 * kMiB);
   const std::uint64_t mapped = memory::large_cache_stats().mapped_bytes;
-  memory::large_free(first, 12 * kMiB);
-  memory::large_free(second, 12 * kMiB);
+  memory::large_free(first);
+  memory::large_free(second);
   CHECK(memory::large_cache_stats().cached_bytes == 24 * kMiB);
-  memory::large_free(third, 16 * kMiB);  // 40 MiB would not fit: the 16 MiB segment is unmapped
+  memory::large_free(third);  // 40 MiB would not fit: the 16 MiB segment is unmapped
   CHECK(memory::large_cache_stats().cached_bytes == 24 * kMiB);
   CHECK(memory::large_cache_stats().mapped_bytes == mapped - 16 * kMiB);
   // Lowering the budget trims down to it.
@@ -125,9 +124,9 @@ TEST_CASE("large blocks: the budget bounds the free segments kept; the largest g
   memory::set_large_cache_budget(0);
   void* a = memory::large_allocate(2 * kMiB);  // two blocks of one 20 MiB segment
   void* b = memory::large_allocate(2 * kMiB);
-  memory::large_free(a, 2 * kMiB);
+  memory::large_free(a);
   CHECK(memory::large_cache_stats().cached_bytes == 18 * kMiB);
-  memory::large_free(b, 2 * kMiB);
+  memory::large_free(b);
   CHECK(memory::large_cache_stats().cached_bytes == 0);
 }
 
@@ -137,14 +136,14 @@ TEST_CASE("large blocks: a budget of 0 keeps nothing; release unmaps every free 
     const std::uint64_t blocks = memory::large_cache_stats().mapped_blocks;
     void* p = memory::large_allocate(kMiB);
     CHECK(memory::large_cache_stats().mapped_blocks == blocks + 1);
-    memory::large_free(p, kMiB);
+    memory::large_free(p);
     CHECK(memory::large_cache_stats().cached_bytes == 0);
     CHECK(memory::large_cache_stats().mapped_blocks == blocks);
   }
   Budget budget(64 * kMiB);
   std::vector<void*> blocks;
   for (int i = 0; i < 6; ++i) blocks.push_back(memory::large_allocate(std::size_t(i + 1) * kMiB));
-  for (int i = 0; i < 6; ++i) memory::large_free(blocks[std::size_t(i)], std::size_t(i + 1) * kMiB);
+  for (int i = 0; i < 6; ++i) memory::large_free(blocks[std::size_t(i)]);
   CHECK(memory::large_cache_stats().cached_bytes >= 21 * kMiB);
   memory::release_large_blocks();
   CHECK(memory::large_cache_stats().cached_bytes == 0);
@@ -162,7 +161,7 @@ TEST_CASE("large blocks: many threads allocating and freeing keep the totals exa
         REQUIRE(p != nullptr);
         p[0] = p[bytes - 1] = static_cast<unsigned char>(i);  // the block is this thread's alone
         CHECK(p[0] == static_cast<unsigned char>(i));
-        memory::large_free(p, bytes);
+        memory::large_free(p);
       }
     });
   }
