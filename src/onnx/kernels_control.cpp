@@ -3,12 +3,14 @@
 // a trip count are read on the host, as shape arithmetic is; the values flow
 // through ndgc's ops (slices, stacks and the subgraphs' own), so they record
 // on the tape and a gradient reaches what the iterations read.
+#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
 #include "onnx/kernel_support.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc::onnx::detail {
 namespace {
@@ -55,9 +57,7 @@ void run_loop(RunContext& c) {
   NDList state;
   for (std::size_t k = 0; k < carried; ++k) state.push_back(c.in(2 + k));
   const std::span<const ValueInfo> body_outputs = c.subgraphs[0].outputs;
-  if (body_outputs.size() < 1 + carried)
-    throw InvalidArgument(fmt::format("onnx: {}: the body gives {} outputs for {} carried values", c.node.label(),
-                                      body_outputs.size(), carried));
+  NDGC_ASSERT(body_outputs.size() >= 1 + carried, "loop_check refused a body without its outputs");
   std::vector<NDList> scans(body_outputs.size() - 1 - carried);
   for (std::int64_t i = 0; i < trips && going; ++i) {
     NDList formal{make_ints(c, {i}, Shape{}), boolean_scalar(c, going)};
@@ -75,6 +75,13 @@ void run_loop(RunContext& c) {
 std::string loop_check(const CheckContext& c) {
   if (!c.node.input_given(0) && !c.node.input_given(1))
     return "neither a trip count M nor a condition: the loop would never end";
+  // ONNX's checker accepts a body that gives too few outputs; its run could not.
+  const std::size_t carried = c.node.input_count() > 2 ? c.node.input_count() - 2 : 0;
+  const ::onnx::AttributeProto* body = c.node.find("body");
+  if (body && std::size_t(body->g().output_size()) < 1 + carried)
+    return fmt::format("the body gives {} outputs for {} carried values (it must give the condition, then each "
+                       "carried value)",
+                       body->g().output_size(), carried);
   return "";
 }
 
@@ -99,9 +106,7 @@ std::vector<std::int64_t> per_value(const Node& node, const char* attribute, std
 NDList scan(const RunContext& c, NDList states, const NDList& inputs, const std::vector<std::int64_t>& input_axes) {
   const std::size_t n = states.size();
   const std::span<const ValueInfo> body_outputs = c.subgraphs[0].outputs;
-  if (inputs.empty() || body_outputs.size() < n)
-    throw InvalidArgument(fmt::format("onnx: {}: a scan needs a scanned input and a body giving its {} states",
-                                      c.node.label(), n));
+  NDGC_ASSERT(!inputs.empty() && body_outputs.size() >= n, "run_scan and scan_check refused such a scan");
   const std::size_t k_outputs = body_outputs.size() - n;
   const std::vector<std::int64_t> directions = per_value(c.node, c.opset < 9 ? "directions" : "scan_input_directions",
                                                          inputs.size());
@@ -174,6 +179,12 @@ void run_scan(RunContext& c) {
 
 std::string scan_check(const CheckContext& c) {
   if (c.opset < 9 && c.node.input_given(0)) return "sequence_lens is not supported (every sequence runs the full length)";
+  // As Loop's: a body that cannot give back every state.
+  const std::size_t m = std::size_t(std::max<std::int64_t>(0, c.node.i("num_scan_inputs", 0)));
+  const std::size_t first = c.opset < 9 ? 1 : 0, total = c.node.input_count();
+  const ::onnx::AttributeProto* body = c.node.find("body");
+  if (body && m > 0 && first + m <= total && std::size_t(body->g().output_size()) < total - first - m)
+    return fmt::format("the body gives {} outputs for {} states", body->g().output_size(), total - first - m);
   return "";
 }
 

@@ -185,6 +185,35 @@ TEST_CASE("onnx Loop: a trip count of two elements, and If: a condition of two, 
                        doctest::Contains("If 'choose': the condition has 2 elements"), ShapeMismatch);
 }
 
+TEST_CASE("onnx Loop and Scan: a body that gives fewer outputs than the values it carries is refused at load") {
+  // ONNX's checker accepts both graphs.
+  test::TempFolder dir("short_bodies");
+  const std::uint64_t before = debug::live_array_count();
+  GraphBuilder body(13);
+  body.input("i", {}, kInt64).input("cond_in", {}, kBool).input("v", {3}).input("u", {3});
+  body.output("cond_out", {}, kBool).output("v_out", {3});  // no output for the carried u
+  body.node("Identity", {"cond_in"}, {"cond_out"});
+  body.node("Neg", {"v"}, {"v_out"});
+  GraphBuilder g(13);
+  g.input("x", {3}).output("y", {3}).output("z", {3});
+  g.ints("trips", {}, {2});
+  GraphBuilder::attr_g(g.node("Loop", {"trips", "", "x", "x"}, {"y", "z"}, "short"), "body", body);
+  CHECK_THROWS_WITH_AS(onnx::load(g.write(dir / "loop.onnx"), "loop"),
+                       doctest::Contains("Loop 'short': the body gives 2 outputs for 2 carried values"), InvalidArgument);
+
+  GraphBuilder step(13);  // two states in, one out
+  step.input("s", {3}).input("t", {3}).input("x_t", {3}).output("s_out", {3});
+  step.node("Add", {"s", "x_t"}, {"s_out"});
+  GraphBuilder scan(13);
+  scan.input("s0", {3}).input("t0", {3}).input("xs", {4, 3}).output("s_final", {3}).output("t_final", {3});
+  auto& node = scan.node("Scan", {"s0", "t0", "xs"}, {"s_final", "t_final"}, "sum");
+  GraphBuilder::attr(node, "num_scan_inputs", std::int64_t{1});
+  GraphBuilder::attr_g(node, "body", step);
+  CHECK_THROWS_WITH_AS(onnx::load(scan.write(dir / "scan.onnx"), "scan"),
+                       doctest::Contains("Scan 'sum': the body gives 1 outputs for 2 states"), InvalidArgument);
+  CHECK(debug::live_array_count() == before);
+}
+
 TEST_CASE("onnx Loop: with only a trip count, no condition or carried value, a body reading the outer graph") {
   // The subgraph's captured values follow the node's own inputs in a run;
   // the omitted condition must not be taken for one of them.

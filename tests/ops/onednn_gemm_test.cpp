@@ -11,6 +11,9 @@
 
 #include "ndgc/ndgc.hpp"
 #include "ops/cpu/onednn_gemm.hpp"
+#if NDGC_HAVE_ONEDNN
+#include "ops/cpu/onednn_support.hpp"
+#endif
 
 namespace ndgc {
 namespace {
@@ -99,6 +102,22 @@ TEST_CASE("oneDNN products: empty and small products are not served, and leave t
   CHECK_FALSE(ops::cpu::onednn_product({a.data(), 2, 2, 2, 1}, {b.data(), 2, 2, 2, 1}, {c.data(), 2, 2, 2}, false));
   CHECK(c == std::vector<float>(4, 3.0f));
 }
+
+#if NDGC_HAVE_ONEDNN
+TEST_CASE("oneDNN's failures: out of memory is OutOfMemory, anything else an Error naming the call and the status") {
+  CHECK_NOTHROW(ops::cpu::onednn::check(dnnl_success, "matmul", "execute"));
+  CHECK_THROWS_WITH_AS(ops::cpu::onednn::check(dnnl_out_of_memory, "matmul", "execute"),
+                       "matmul: oneDNN's execute failed: out_of_memory (status 1)", OutOfMemory);
+  try {
+    ops::cpu::onednn::check(dnnl_unimplemented, "conv2d", "primitive descriptor");
+    FAIL("no throw");
+  } catch (const OutOfMemory&) {
+    FAIL("an unimplemented primitive is not out of memory");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "conv2d: oneDNN's primitive descriptor failed: unimplemented (status 3)");
+  }
+}
+#endif
 
 TEST_CASE("oneDNN products from four threads at once: each thread's own primitives, the same results") {
   if (!ops::cpu::onednn_enabled()) {

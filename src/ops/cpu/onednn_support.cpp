@@ -3,9 +3,11 @@
 #include "ops/cpu/onednn.hpp"
 
 #if NDGC_HAVE_ONEDNN
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include "ndgc/error.hpp"
 #include "ops/cpu/onednn_support.hpp"
@@ -43,8 +45,11 @@ dnnl_engine_t engine() {
 }
 
 void check(dnnl_status_t status, const char* op, const char* what) {
-  if (status != dnnl_success)
-    throw Error(fmt::format("{}: oneDNN's {} failed (status {})", op, what, static_cast<int>(status)));
+  if (status == dnnl_success) return;
+  const std::string message =
+      fmt::format("{}: oneDNN's {} failed: {} (status {})", op, what, dnnl_status2str(status), static_cast<int>(status));
+  if (status == dnnl_out_of_memory) throw OutOfMemory(message, 0, 0, 0);  // oneDNN does not say how much
+  throw Error(message);
 }
 
 void execute(dnnl_primitive_t primitive, dnnl_stream_t stream, int count, const dnnl_exec_arg_t* args,

@@ -21,7 +21,8 @@ namespace ndgc::ops::cpu::onednn {
 // could not make one).
 dnnl_engine_t engine();
 
-// Throws ndgc::Error naming `op` and oneDNN's `what` when status is not success.
+// When status is not success, throws naming `op`, oneDNN's `what` and the status:
+// OutOfMemory for dnnl_out_of_memory, ndgc::Error for anything else.
 void check(dnnl_status_t status, const char* op, const char* what);
 
 // Runs `primitive` on the calling thread with inside_onednn() true.
