@@ -86,12 +86,12 @@ class EigenMlp {
   void adam(float* w, const float* g, AdamState& s, Eigen::Index n) const {
     const float beta1 = 0.9f, beta2 = 0.999f, lr = 1e-3f, eps = 1e-8f;
     const float step = lr / (1 - std::pow(beta1, float(t)));
-    const float inv_bc2 = 1 / (1 - std::pow(beta2, float(t)));
+    const float inv_sqrt_bc2 = 1 / std::sqrt(1 - std::pow(beta2, float(t)));
     Eigen::Map<Eigen::ArrayXf> W(w, n), M(s.m.data(), n), V(s.v.data(), n);
     Eigen::Map<const Eigen::ArrayXf> G(g, n);
     M = beta1 * M + (1 - beta1) * G;
     V = beta2 * V + (1 - beta2) * G.square();
-    W -= step * M / ((V * inv_bc2).sqrt() + eps);
+    W -= step * M / (V.sqrt() * inv_sqrt_bc2 + eps);
   }
 
   Mat W1, W2, W3;

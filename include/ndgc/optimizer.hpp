@@ -101,8 +101,17 @@ class Adam : public Optimizer {
     NDArray device_steps;
   };
   State& state(Parameter& parameter);
+  // 1 - β1^t and 1 - β2^t for a step count t. Every parameter usually has
+  // the same count, so the last pair is kept: two powers a step, not two a
+  // parameter.
+  struct Corrections {
+    std::int64_t steps = -1;  // none computed yet
+    double first = 0, second = 0;
+  };
+  const Corrections& corrections(std::int64_t steps);
   double beta1_, beta2_, epsilon_, weight_decay_;
   std::unordered_map<const Parameter*, State> states_;
+  Corrections corrections_;
 };
 
 }  // namespace ndgc::nn

@@ -135,11 +135,19 @@ void Adam::update_one(Parameter& p) {
     s.device_steps.add_(1.0);
     steps = s.device_steps;
   } else {
-    const double t = double(s.steps);
-    h.bias_correction1 = 1 - std::pow(beta1_, t);
-    h.bias_correction2 = 1 - std::pow(beta2_, t);
+    const Corrections& c = corrections(s.steps);
+    h.bias_correction1 = c.first;
+    h.bias_correction2 = c.second;
   }
   ops::adam_update(w, w.gradient(), s.mean, s.variance, h, steps);
+}
+
+const Adam::Corrections& Adam::corrections(std::int64_t steps) {
+  if (corrections_.steps != steps) {
+    const double t = double(steps);
+    corrections_ = {steps, 1 - std::pow(beta1_, t), 1 - std::pow(beta2_, t)};
+  }
+  return corrections_;
 }
 
 }  // namespace ndgc::nn

@@ -82,9 +82,9 @@ enum class Reduce : std::uint8_t { sum, mean, max, min };
 
 // Adam (Kingma & Ba, with L2 weight decay added to the gradient, as PyTorch's
 // Adam): g' = g + wd·w; m = β1·m + (1-β1)·g'; v = β2·v + (1-β2)·g'²;
-// w -= m / (sqrt(v / bc2) + ε) · lr / bc1, where bc_i = 1 - β_i^t, the
-// division first (PyTorch's order; see Note [No denormal state] in
-// ops/optimizer_math.hpp).
+// w -= m / (sqrt(v) / sqrt(bc2) + ε) · lr / bc1, where bc_i = 1 - β_i^t,
+// the square root and the division first (PyTorch's order; see Note [No
+// denormal state] in ops/optimizer_math.hpp).
 // With `steps` set (a float64 t in the weight's device memory: Note
 // [Capturable optimizers] in nn/optimizer.cpp), the kernel computes bc1 and
 // bc2 from *steps where it runs, and the two fields are unused.

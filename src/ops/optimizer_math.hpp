@@ -30,7 +30,7 @@ namespace ndgc::ops::update {
 //   and on the GPU, which has no slow path but keeps the same state.
 // - Adam's step. Written lr/bc1 * m / (...), the product of a learning rate
 //   near 1e-3 and a decaying m is denormal for the ~66 steps m takes to fall
-//   from 1e-35 to 1e-38. So the loop divides first, m / (sqrt(v/bc2) + eps),
+//   from 1e-35 to 1e-38. So the loop divides first, m / (sqrt(v)/sqrt(bc2) + eps),
 //   whose denominator is below 1 for any gradient below 1, then multiplies by
 //   lr/bc1: PyTorch's order, and the composed update's.
 // In perf/step_driver at x86-64-v3 the two made the update 2.7 times slower
@@ -56,7 +56,7 @@ NDGC_HD inline T flush_denormal_nonnegative(T x) {
 // kernel launch parameter as it is.
 template <class T>
 struct AdamConstants {
-  T b1, b2, c1, c2, wd, step, eps, inv_bc2;
+  T b1, b2, c1, c2, wd, step, eps, inv_sqrt_bc2;
 };
 
 template <class T>
@@ -64,7 +64,7 @@ AdamConstants<T> adam_constants(const AdamHyper& h) {
   return {T(h.beta1),        T(h.beta2),
           T(1 - h.beta1),    T(1 - h.beta2),
           T(h.weight_decay), T(h.learning_rate / h.bias_correction1),
-          T(h.epsilon),      T(1 / h.bias_correction2)};
+          T(h.epsilon),      T(1 / std::sqrt(h.bias_correction2))};
 }
 
 // A step count in device memory (AdamHyper::steps; Note [Capturable
@@ -80,14 +80,18 @@ inline AdamSteps adam_steps(const AdamHyper& h) { return {h.steps, h.learning_ra
 template <class T>
 NDGC_HD inline void apply_steps(AdamConstants<T>& k, const AdamSteps& s) {
   using std::pow;
+  using std::sqrt;
   const double t = *s.steps;
   k.step = T(s.learning_rate / (1 - pow(s.beta1, t)));
-  k.inv_bc2 = T(1 / (1 - pow(s.beta2, t)));
+  k.inv_sqrt_bc2 = T(1 / sqrt(1 - pow(s.beta2, t)));
 }
 
 // g' = g + wd·w when `decay` (a zero decay adds no 0·w term, which would turn
 // an infinite weight into NaN); m = β1·m + (1-β1)·g'; v = β2·v + (1-β2)·g'²;
-// w -= m / (sqrt(v / bc2) + ε) · lr / bc1.
+// w -= m / (sqrt(v) / sqrt(bc2) + ε) · lr / bc1, the square root first, as
+// PyTorch's Adam takes it; the division by sqrt(bc2) is a product by its
+// inverse, which the compiler fuses with + ε (one instruction fewer per
+// vector than sqrt(v / bc2) + ε; perf/RESULTS.md, issue 41).
 template <class T>
 NDGC_HD inline void adam_step(T& w, T g, T& m, T& v, const AdamConstants<T>& k, bool decay) {
   using std::sqrt;
@@ -96,7 +100,7 @@ NDGC_HD inline void adam_step(T& w, T g, T& m, T& v, const AdamConstants<T>& k, 
   const T vi = flush_denormal_nonnegative(k.b2 * v + k.c2 * (g * g));
   m = mi;
   v = vi;
-  w -= mi / (sqrt(vi * k.inv_bc2) + k.eps) * k.step;
+  w -= mi / (sqrt(vi) * k.inv_sqrt_bc2 + k.eps) * k.step;
 }
 
 // g' as for Adam; with momentum (m not null) m = μ·m + g', w -= lr·m;

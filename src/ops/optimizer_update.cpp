@@ -14,6 +14,8 @@
 // buffers.
 #include "ops/optimizer_update.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -93,8 +95,8 @@ void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean
   e.binary(Binary::sub, vv, t.view(), vv);  // v = β2·(v - g'²) + g'²
   e.binary_scalar(Binary::mul, vv, h.beta2, false, vv);
   e.binary(Binary::add, vv, t.view(), vv);
-  e.binary_scalar(Binary::div, vv, h.bias_correction2, false, t.view());  // sqrt(v / bc2) + ε
-  e.unary(Unary::sqrt, t.view(), t.view());
+  e.unary(Unary::sqrt, vv, t.view());  // sqrt(v) / sqrt(bc2) + ε
+  e.binary_scalar(Binary::div, t.view(), std::sqrt(h.bias_correction2), false, t.view());
   e.binary_scalar(Binary::add, t.view(), h.epsilon, false, t.view());
   e.binary(Binary::div, mv, t.view(), t.view());
   e.binary_scalar(Binary::mul, t.view(), h.learning_rate / h.bias_correction1, false, t.view());

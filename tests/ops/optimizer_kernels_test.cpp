@@ -65,7 +65,7 @@ void adam_case(std::int64_t n, double weight_decay) {
     rm[i] = T(h.beta1 * double(rm[i]) + (1 - h.beta1) * gi);
     rv[i] = T(h.beta2 * double(rv[i]) + (1 - h.beta2) * gi * gi);
     rw[i] = T(double(rw[i]) - h.learning_rate / h.bias_correction1 * double(rm[i]) /
-                                  (std::sqrt(double(rv[i]) / h.bias_correction2) + h.epsilon));
+                                  (std::sqrt(double(rv[i])) / std::sqrt(h.bias_correction2) + h.epsilon));
   }
   REQUIRE(ops::engine(Device::cpu()).adam_update(view(w), view(g), view(m), view(v), h));
   check_close(m, rm, "mean");

@@ -38,9 +38,13 @@ void by_chunks(std::int64_t n, Chunk&& chunk) {
                            [&](std::int64_t, std::int64_t lo, std::int64_t hi) { chunk(lo, hi - lo); });
 }
 
+// `k` is taken by value: a copy the loop's stores cannot reach, so its
+// constants stay in registers. Read through a reference, every one of them
+// was broadcast again for each vector (six loads in a loop of 31
+// instructions; perf/RESULTS.md, issue 41).
 template <class T>
 void adam_chunk(T* __restrict w, const T* __restrict g, T* __restrict m, T* __restrict v, std::int64_t n,
-                const update::AdamConstants<T>& k) {
+                const update::AdamConstants<T> k) {
   // Two loops, so that each is vectorised with `decay` a constant.
   if (k.wd != T(0)) {
 #pragma omp simd
