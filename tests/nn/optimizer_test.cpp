@@ -70,6 +70,40 @@ TEST_CASE("Adam: bias-corrected steps as in PyTorch") {
   CHECK(v[1] == doctest::Approx(x1).epsilon(1e-12));
 }
 
+TEST_CASE("Adam: each parameter is bias-corrected by its own step count, also when the counts differ") {
+  NDManager m = NDManager::new_base_manager("adam_counts");
+  One early, late;
+  early.initialize(m, Shape{1}, DataType::float64);
+  late.initialize(m, Shape{1}, DataType::float64);
+  nn::Adam adam(0.01, 0.9, 0.999, 1e-8);
+  struct Reference {
+    double mean = 0, var = 0, x = 1;
+    int t = 0;
+    void step(double g) {
+      ++t;
+      mean = 0.9 * mean + 0.1 * g;
+      var = 0.999 * var + 0.001 * g * g;
+      x -= 0.01 / (1 - std::pow(0.9, t)) * mean / (std::sqrt(var) / std::sqrt(1 - std::pow(0.999, t)) + 1e-8);
+    }
+  } a, b;
+  for (int s = 1; s <= 3; ++s) {  // `early` alone
+    early.p->array().gradient().fill_(0.5 * s);
+    adam.update(early.parameters());
+    a.step(0.5 * s);
+  }
+  nn::ParameterList both = early.parameters();
+  for (const auto& p : late.parameters()) both.push_back(p);
+  for (int s = 1; s <= 3; ++s) {  // together: t = 4, 5, 6 for `early` and 1, 2, 3 for `late`, in one update
+    early.p->array().gradient().fill_(0.25 * s);
+    late.p->array().gradient().fill_(-0.75 * s);
+    adam.update(both);
+    a.step(0.25 * s);
+    b.step(-0.75 * s);
+  }
+  CHECK(early.p->array().item<double>() == doctest::Approx(a.x).epsilon(1e-12));
+  CHECK(late.p->array().item<double>() == doctest::Approx(b.x).epsilon(1e-12));
+}
+
 TEST_CASE("optimizer state lives in the parameters' manager, made once") {
   NDManager m = NDManager::new_base_manager("state");
   One block;
