@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include <ndgc/ndgc.hpp>
 #include <ndgc/onnx.hpp>
@@ -537,6 +538,21 @@ TEST_CASE("onnx MaxUnpool: x's elements at their flat positions, the last of two
   };
   for (const auto& dims : {std::vector<std::int64_t>{2, 1, -2, 3}, std::vector<std::int64_t>{2, 1, 1LL << 31, 1LL << 31}})
     CHECK_THROWS_WITH_AS(unpool(at, dims), doctest::Contains("MaxUnpool 'unpool': the output"), ShapeMismatch);
+  // 2^40 output elements, the most a shape may say: their positions (8 TiB)
+  // cannot be allocated. Not under a sanitizer, whose allocator stops the
+  // process at such a request, nor where the kernel grants any mapping
+  // (overcommit_memory 1), where the vector's fill would exhaust the host.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  std::ifstream overcommit("/proc/sys/vm/overcommit_memory");
+  int mode = 1;
+  if (overcommit >> mode && mode != 1)
+    CHECK_THROWS_WITH_AS(unpool(at, {2, 1, 1LL << 20, 1LL << 19}),
+                         doctest::Contains("MaxUnpool 'unpool': no host memory for the positions of 1099511627776 "
+                                           "elements"),
+                         OutOfMemory);
+  else
+    MESSAGE("MaxUnpool's out-of-memory case skipped: overcommit_memory is 1 here");
+#endif
   CHECK_THROWS_WITH_AS(unpool(at, {2, 1, 6}), doctest::Contains("output_shape has 3 dims for an input of rank 4"),
                        ShapeMismatch);
   CHECK_THROWS_WITH_AS(unpool(at, {2, 2, 2, 3}), doctest::Contains("must keep the input's batch and channels"),

@@ -15,7 +15,9 @@ namespace {
 // Each update is a single loop that reads every element of the weight, the
 // gradient and the state once and writes each once, vectorised by the
 // compiler (`omp simd`; this file is built with -fopenmp-simd, which needs no
-// OpenMP runtime, and -fno-math-errno, so sqrt is one instruction). Written
+// OpenMP runtime, and -fno-math-errno, so sqrt is one instruction; and with
+// -funroll-loops, which GCC takes as two vectors an iteration, so the loop's
+// count and branch cost half as much: perf/RESULTS.md, issue 41). Written
 // as three Eigen statements per cache-sized block, as before, the same maths
 // loaded m and v twice and g twice and ran three loops: about 30 % more
 // instructions per element (perf/RESULTS.md, issue 16). The maths of one
