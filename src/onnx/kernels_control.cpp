@@ -5,6 +5,7 @@
 // on the tape and a gradient reaches what the iterations read.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -47,8 +48,10 @@ NDArray stacked(const RunContext& c, const NDList& parts, const ValueInfo& decla
 
 // Loop: inputs M (trip count), cond, then the carried values; the body takes
 // (iteration, cond, carried...) and gives (cond, carried..., scan outputs...).
+std::size_t carried_count(const Node& node) { return node.input_count() > 2 ? node.input_count() - 2 : 0; }
+
 void run_loop(RunContext& c) {
-  const std::size_t carried = c.node.input_count() > 2 ? c.node.input_count() - 2 : 0;
+  const std::size_t carried = carried_count(c.node);
   if (given(c, 0) && c.in(0).size() != 1)
     throw ShapeMismatch(fmt::format("onnx: {}: the trip count M has {} elements, not one", c.node.label(),
                                     c.in(0).size()));
@@ -76,7 +79,7 @@ std::string loop_check(const CheckContext& c) {
   if (!c.node.input_given(0) && !c.node.input_given(1))
     return "neither a trip count M nor a condition: the loop would never end";
   // ONNX's checker accepts a body that gives too few outputs; its run could not.
-  const std::size_t carried = c.node.input_count() > 2 ? c.node.input_count() - 2 : 0;
+  const std::size_t carried = carried_count(c.node);
   const ::onnx::AttributeProto* body = c.node.find("body");
   if (body && std::size_t(body->g().output_size()) < 1 + carried)
     return fmt::format("the body gives {} outputs for {} carried values (it must give the condition, then each "
@@ -142,15 +145,29 @@ NDList scan(const RunContext& c, NDList states, const NDList& inputs, const std:
   return result;
 }
 
+// Scan's inputs: `first` of them before the states (opset 8's
+// sequence_lens), then `states`, then `scanned`; nullopt when
+// num_scan_inputs does not fit the node's inputs. ONNX's shape inference
+// refuses such a file first (tests/onnx/control_test.cpp); scan_check
+// refuses it too, so that run_scan's arithmetic never sees one.
+struct ScanLayout {
+  std::size_t first, states, scanned;
+};
+
+std::optional<ScanLayout> scan_layout(const Node& node, std::int64_t opset) {
+  const std::int64_t m = node.i("num_scan_inputs", 0);
+  const std::size_t first = opset < 9 ? 1 : 0, total = node.input_count();
+  if (m <= 0 || first + std::size_t(m) > total) return std::nullopt;
+  return ScanLayout{first, total - first - std::size_t(m), std::size_t(m)};
+}
+
 // Scan: opset 9 on, (states..., scanned inputs...); opset 8, a leading batch
 // axis on every value and an optional sequence_lens first (refused at load),
 // each batch entry scanned on its own and the results stacked.
 void run_scan(RunContext& c) {
-  const std::size_t m = std::size_t(c.node.i("num_scan_inputs", 0));
-  const std::size_t first = c.opset < 9 ? 1 : 0, total = c.node.input_count();
-  if (m == 0 || first + m > total)
-    throw InvalidArgument(fmt::format("onnx: {}: num_scan_inputs {} does not fit {} inputs", c.node.label(), m, total));
-  const std::size_t n = total - first - m;
+  const std::optional<ScanLayout> layout = scan_layout(c.node, c.opset);
+  NDGC_ASSERT(layout.has_value(), "scan_check refused a num_scan_inputs that does not fit");
+  const std::size_t first = layout->first, n = layout->states, m = layout->scanned;
   NDList states, inputs;
   for (std::size_t k = 0; k < n; ++k) states.push_back(c.in(first + k));
   for (std::size_t k = 0; k < m; ++k) inputs.push_back(c.in(first + n + k));
@@ -179,12 +196,14 @@ void run_scan(RunContext& c) {
 
 std::string scan_check(const CheckContext& c) {
   if (c.opset < 9 && c.node.input_given(0)) return "sequence_lens is not supported (every sequence runs the full length)";
+  const std::optional<ScanLayout> layout = scan_layout(c.node, c.opset);
+  if (!layout)
+    return fmt::format("num_scan_inputs {} does not fit {} inputs", c.node.i("num_scan_inputs", 0),
+                       c.node.input_count());
   // As Loop's: a body that cannot give back every state.
-  const std::size_t m = std::size_t(std::max<std::int64_t>(0, c.node.i("num_scan_inputs", 0)));
-  const std::size_t first = c.opset < 9 ? 1 : 0, total = c.node.input_count();
   const ::onnx::AttributeProto* body = c.node.find("body");
-  if (body && m > 0 && first + m <= total && std::size_t(body->g().output_size()) < total - first - m)
-    return fmt::format("the body gives {} outputs for {} states", body->g().output_size(), total - first - m);
+  if (body && std::size_t(body->g().output_size()) < layout->states)
+    return fmt::format("the body gives {} outputs for {} states", body->g().output_size(), layout->states);
   return "";
 }
 

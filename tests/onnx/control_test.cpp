@@ -185,7 +185,8 @@ TEST_CASE("onnx Loop: a trip count of two elements, and If: a condition of two, 
                        doctest::Contains("If 'choose': the condition has 2 elements"), ShapeMismatch);
 }
 
-TEST_CASE("onnx Loop and Scan: a body that gives fewer outputs than the values it carries is refused at load") {
+TEST_CASE("onnx Loop and Scan: a body that gives fewer outputs than the values it carries, or a num_scan_inputs that "
+          "does not fit, is refused at load") {
   // ONNX's checker accepts both graphs.
   test::TempFolder dir("short_bodies");
   const std::uint64_t before = debug::live_array_count();
@@ -204,13 +205,21 @@ TEST_CASE("onnx Loop and Scan: a body that gives fewer outputs than the values i
   GraphBuilder step(13);  // two states in, one out
   step.input("s", {3}).input("t", {3}).input("x_t", {3}).output("s_out", {3});
   step.node("Add", {"s", "x_t"}, {"s_out"});
-  GraphBuilder scan(13);
-  scan.input("s0", {3}).input("t0", {3}).input("xs", {4, 3}).output("s_final", {3}).output("t_final", {3});
-  auto& node = scan.node("Scan", {"s0", "t0", "xs"}, {"s_final", "t_final"}, "sum");
-  GraphBuilder::attr(node, "num_scan_inputs", std::int64_t{1});
-  GraphBuilder::attr_g(node, "body", step);
-  CHECK_THROWS_WITH_AS(onnx::load(scan.write(dir / "scan.onnx"), "scan"),
+  const auto scan = [&](std::int64_t scanned) {
+    GraphBuilder g(13);
+    g.input("s0", {3}).input("t0", {3}).input("xs", {4, 3}).output("s_final", {3}).output("t_final", {3});
+    auto& node = g.node("Scan", {"s0", "t0", "xs"}, {"s_final", "t_final"}, "sum");
+    GraphBuilder::attr(node, "num_scan_inputs", scanned);
+    GraphBuilder::attr_g(node, "body", step);
+    return g;
+  };
+  CHECK_THROWS_WITH_AS(onnx::load(scan(1).write(dir / "scan.onnx"), "scan"),
                        doctest::Contains("Scan 'sum': the body gives 1 outputs for 2 states"), InvalidArgument);
+  // No scanned input, or more than the node has: ONNX's shape inference
+  // refuses the file before ndgc's own check (scan_check) is reached.
+  for (std::int64_t m : {0, 4})
+    CHECK_THROWS_WITH_AS(onnx::load(scan(m).write(dir / "misfit.onnx"), "misfit"),
+                         doctest::Contains("misfit.onnx: ONNX shape inference failed"), DataError);
   CHECK(debug::live_array_count() == before);
 }
 
