@@ -15,7 +15,9 @@
 
 #include <cstdint>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_MEMORY__)
+#include "support/sanitizers.hpp"
+
+#if NDGC_ASAN || NDGC_TSAN
 #define NDGC_COUNT_MALLOC 0
 #else
 #define NDGC_COUNT_MALLOC 1

@@ -27,24 +27,16 @@
 #include "memory/block_cache.hpp"
 #include "memory/large_block_cache.hpp"
 #include "support/options.hpp"
+#include "support/sanitizers.hpp"
 
 // Exact allocations (no block cache, so a checker sees every buffer's bounds
-// and every free): in sanitizer builds (gcc says __SANITIZE_*__, clang
-// __has_feature), with -DNDGC_EXACT_ALLOCATIONS=1, and in any build that runs
-// under Valgrind's Memcheck (asked once). Only Memcheck answers
+// and every free): in sanitizer builds (support/sanitizers.hpp), with
+// -DNDGC_EXACT_ALLOCATIONS=1, and in any build that runs under Valgrind's
+// Memcheck (asked once). Only Memcheck answers
 // VALGRIND_GET_VBITS (1: done; 0 from any other tool and outside Valgrind),
 // so Callgrind counts the allocator that ships (perf/callgrind_step.sh).
 #ifndef NDGC_EXACT_ALLOCATIONS
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define NDGC_EXACT_ALLOCATIONS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define NDGC_EXACT_ALLOCATIONS 1
-#endif
-#endif
-#endif
-#ifndef NDGC_EXACT_ALLOCATIONS
-#define NDGC_EXACT_ALLOCATIONS 0
+#define NDGC_EXACT_ALLOCATIONS (NDGC_ASAN || NDGC_TSAN)
 #endif
 
 namespace ndgc::memory {

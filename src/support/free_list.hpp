@@ -24,19 +24,12 @@
 #include <cstddef>
 #include <new>
 
+#include "support/sanitizers.hpp"
+
 namespace ndgc::support {
 
 #ifndef NDGC_EXACT_OBJECTS
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define NDGC_EXACT_OBJECTS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define NDGC_EXACT_OBJECTS 1
-#endif
-#endif
-#endif
-#ifndef NDGC_EXACT_OBJECTS
-#define NDGC_EXACT_OBJECTS 0
+#define NDGC_EXACT_OBJECTS (NDGC_ASAN || NDGC_TSAN)
 #endif
 
 inline constexpr int kFreeListDepth = 256;

@@ -10,6 +10,7 @@
 
 #include "core/autoclose.hpp"
 #include "core/reclaim_queue.hpp"
+#include "support/sanitizers.hpp"
 #include "test_util.hpp"
 
 using namespace ndgc;
@@ -126,7 +127,7 @@ TEST_CASE("closing a manager does not drain orphans that keep arriving") {
 TEST_CASE("a waiting poll() is not starved by threads that keep draining at entry points") {
   AutoClose on(true);
   NDManager m = NDManager::new_base_manager("starve");
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if NDGC_TSAN || NDGC_ASAN
   constexpr int kBatches = 300;
 #else
   constexpr int kBatches = 3000;
@@ -161,7 +162,7 @@ TEST_CASE("no lost wake-up: once every thread stops orphaning and makes one more
   AutoClose on(true);
   NDManager m = NDManager::new_base_manager("handoff");
   constexpr int kThreads = 4;
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if NDGC_TSAN || NDGC_ASAN
   constexpr int kRounds = 300;
 #else
   constexpr int kRounds = 10000;

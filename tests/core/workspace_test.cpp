@@ -7,7 +7,8 @@
 #include <mutex>
 #include <thread>
 
-#if defined(__SANITIZE_ADDRESS__)
+#include "support/sanitizers.hpp"
+#if NDGC_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -286,7 +287,7 @@ TEST_CASE("a workspace Storage lives in its lease record, which outlives it and 
     CHECK(st->release() == 256);
     // The record is still the workspace's (its unit), the Storage in it is gone.
     CHECK(lease->refs.load() == 1);
-#if defined(__SANITIZE_ADDRESS__)
+#if NDGC_ASAN
     CHECK(__asan_address_is_poisoned(lease->payload) == 1);  // a use after release is reported
 #endif
   }

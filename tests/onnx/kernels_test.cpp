@@ -11,6 +11,7 @@
 #include <ndgc/onnx.hpp>
 
 #include "graph_builder.hpp"
+#include "support/sanitizers.hpp"
 
 namespace ndgc {
 namespace {
@@ -542,7 +543,7 @@ TEST_CASE("onnx MaxUnpool: x's elements at their flat positions, the last of two
   // cannot be allocated. Not under a sanitizer, whose allocator stops the
   // process at such a request, nor where the kernel grants any mapping
   // (overcommit_memory 1), where the vector's fill would exhaust the host.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !NDGC_ASAN && !NDGC_TSAN
   std::ifstream overcommit("/proc/sys/vm/overcommit_memory");
   int mode = 1;
   if (overcommit >> mode && mode != 1)

@@ -23,13 +23,14 @@
 #include <vector>
 
 #include "core/registry.hpp"
+#include "support/sanitizers.hpp"
 #include "test_util.hpp"
 
 using namespace ndgc;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if NDGC_TSAN || NDGC_ASAN
 constexpr int kIterations = 50000;  // sanitizers run 5-15x slower
 #else
 constexpr int kIterations = 200000;

@@ -21,6 +21,7 @@
 #include <ndgc/ndgc.hpp>
 
 #include "support/parallel.hpp"
+#include "support/sanitizers.hpp"
 #include "test_util.hpp"
 
 using namespace ndgc;
@@ -222,7 +223,7 @@ TEST_CASE("lazy start, 1 thread starts none, and a forked child gets a pool of i
     support::parallel_chunks(64, 1, [&](std::int64_t, std::int64_t, std::int64_t) { ++count; });
     if (count != 64) code |= 1;
     if (tasks_of_this_process() != 1) code |= 2;  // 1 thread: no pool started
-#if defined(__SANITIZE_THREAD__)
+#if NDGC_TSAN
     _exit(code);  // TSan forbids starting threads after a multi-threaded fork
 #endif
     set_num_threads(3);

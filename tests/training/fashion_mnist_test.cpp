@@ -14,6 +14,8 @@
 #include <ndgc/ndgc.hpp>
 #include <ndgc/training.hpp>
 
+#include "support/sanitizers.hpp"
+
 namespace ndgc {
 
 TEST_CASE("Fashion-MNIST: an MLP reaches 0.85 test accuracy in 3 epochs") {
@@ -22,7 +24,7 @@ TEST_CASE("Fashion-MNIST: an MLP reaches 0.85 test accuracy in 3 epochs") {
                                                    << " (install dataset-fashion-mnist or set NDGC_DATA_DIR)");
     return;
   }
-#if defined(__SANITIZE_ADDRESS__)
+#if NDGC_ASAN
   const std::int64_t epochs = 1, limit = 300;
   const double target = 0.75, max_loss = 0.9;
 #else
