@@ -157,12 +157,13 @@ void CpuEngine::matmul(const TensorView& a, const TensorView& b, const TensorVie
           oo += idx * out.strides[i];
         }
         OutMat<T> o(static_cast<T*>(out.data) + oo, m, n, Eigen::OuterStride<>(out.strides[r - 2]));
+        if (k == 0) {  // a sum of no terms; the empty operands may have no data to offset
+          o.setZero();
+          return;
+        }
         with_matrix(static_cast<const T*>(a.data) + oa, m, k, a.strides[r - 2], a.strides[r - 1], [&](const auto& am) {
           with_matrix(static_cast<const T*>(b.data) + ob, k, n, b.strides[r - 2], b.strides[r - 1],
-                      [&](const auto& bm) {
-                        if (k == 0) o.setZero();
-                        else product<false>(o, am, bm);
-                      });
+                      [&](const auto& bm) { product<false>(o, am, bm); });
         });
       };
       // Batches are independent; each runs its own blocks (inline when the
