@@ -39,7 +39,9 @@ TEST_CASE("gradcheck: binary ops, same shapes") {
 TEST_CASE("gradcheck: binary ops with broadcasting") {
   const std::vector<std::pair<Shape, Shape>> pairs = {
       {{2, 3}, {3}}, {{3}, {2, 3}}, {{2, 1, 4}, {3, 1}}, {{2, 3}, {}}, {{}, {2, 3}}, {{4, 1}, {1, 5}}};
-  for (const auto& [a, b] : pairs) {
+  for (const auto& pair : pairs) {  // not a structured binding: CAPTURE captures it
+    const Shape& a = pair.first;
+    const Shape& b = pair.second;
     CAPTURE(a.to_string());
     CAPTURE(b.to_string());
     check({a, b}, [](const Inputs& x) { return x[0] + x[1]; });
@@ -132,7 +134,9 @@ TEST_CASE("gradcheck: matmul") {
       {{2, 3, 4}, {2, 4, 5}},    // batched both
       {{2, 1, 3, 4}, {3, 4, 2}}  // broadcast batch axes
   };
-  for (const auto& [a, b] : pairs) {
+  for (const auto& pair : pairs) {  // not a structured binding: CAPTURE captures it
+    const Shape& a = pair.first;
+    const Shape& b = pair.second;
     CAPTURE(a.to_string());
     CAPTURE(b.to_string());
     check({a, b}, [](const Inputs& x) { return x[0].matmul(x[1]); });

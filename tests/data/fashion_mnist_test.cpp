@@ -51,7 +51,9 @@ TEST_CASE("FashionMnist: the real dataset, when installed") {
   MESSAGE("FashionMnist::load(train): " << clock.wall_ms() << " ms wall, " << clock.cpu_ms() << " ms CPU");
   data::ArrayDataset test = data::FashionMnist::load(m, data::Split::test, dir);
 
-  for (auto [set, n] : {std::pair{&train, 60000}, std::pair{&test, 10000}}) {
+  for (auto entry : {std::pair{&train, 60000}, std::pair{&test, 10000}}) {  // CAPTURE: no structured binding
+    data::ArrayDataset* set = entry.first;
+    const int n = entry.second;
     CAPTURE(n);
     CHECK(set->size() == n);
     CHECK(set->features().shape() == Shape{n, 784});

@@ -120,7 +120,9 @@ TEST_CASE("PyTorch's models: outputs and gradients of every initializer match Py
     const nlohmann::json grads = read_json(kModels / (name + ".grads.json"))["grads"];
     const std::set<std::string> shared = shared_initializers(kModels / (name + ".onnx"));
     int compared = 0;
-    for (auto& [pname, p] : net.model.parameters()) {
+    for (auto& entry : net.model.parameters()) {  // INFO captures pname: no structured binding
+      const auto& pname = entry.name;
+      auto& p = entry.parameter;
       if (!grads.contains(pname) || shared.count(pname)) continue;
       INFO(pname);
       CHECK(scaled_mismatches(p->gradient().to_vector<float>(), grads[pname].get<std::vector<float>>(), 1e-3) == 0);

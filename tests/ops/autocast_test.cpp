@@ -53,7 +53,7 @@ TEST_CASE("autocast: regions nest and end with their scope; a bad dtype is Inval
     CHECK(Autocast::active() == DataType::bfloat16);
   }
   CHECK(Autocast::active() == DataType::float32);
-  CHECK_THROWS_WITH_AS(Autocast(DataType::int32), doctest::Contains("int32"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(Autocast{DataType::int32}, doctest::Contains("int32"), InvalidArgument);
 }
 
 TEST_CASE("autocast: outside a region mixed dtypes are a DTypeMismatch, not a silent conversion") {

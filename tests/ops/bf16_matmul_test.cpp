@@ -47,8 +47,9 @@ TEST_CASE("16-bit products: every shape class against the float32 product") {
   set_random_seed(31);
   for (DataType t : {DataType::bfloat16, DataType::float16}) {
     CAPTURE(to_string(t));
-    for (auto [rows, inner, cols] : {std::array<std::int64_t, 3>{1, 1, 1}, {6, 2, 32}, {7, 3, 33}, {13, 64, 31},
-                                     {48, 40, 48}, {100, 129, 70}}) {
+    for (auto dims : {std::array<std::int64_t, 3>{1, 1, 1}, {6, 2, 32}, {7, 3, 33}, {13, 64, 31}, {48, 40, 48},
+                      {100, 129, 70}}) {  // CAPTURE captures each: no structured binding
+      const std::int64_t rows = dims[0], inner = dims[1], cols = dims[2];
       CAPTURE(rows);
       CAPTURE(inner);
       CAPTURE(cols);

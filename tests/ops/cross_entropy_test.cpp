@@ -64,7 +64,8 @@ TEST_CASE("sparse softmax cross-entropy: many rows span several blocks, and rows
   // 146 rows at a time, so the rows split into blocks of 146, 146 and 8.
   // 3 x 1500: each row is longer than the buffer (a heap buffer per row).
   NDManager m = fresh();
-  for (auto [rows, classes] : {std::pair<std::int64_t, std::int64_t>{300, 7}, {3, 1500}}) {
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{300, 7}, {3, 1500}}) {  // CAPTURE: no structured binding
+    const std::int64_t rows = shape.first, classes = shape.second;
     CAPTURE(rows);
     CAPTURE(classes);
     const std::vector<double> logits = test_data(std::size_t(rows * classes), 9, -6, 6);

@@ -120,7 +120,9 @@ TEST_CASE("operators record the caller's line as the creation site") {
                                                   {&adds, l_adds}, {&subs, l_subs}, {&muls, l_muls}, {&divs, l_divs},
                                                   {&radd, l_radd}, {&rsub, l_rsub}, {&rmul, l_rmul}, {&rdiv, l_rdiv},
                                                   {&neg, l_neg}};
-  for (const auto& [array, line] : cases) {
+  for (const auto& entry : cases) {  // not a structured binding: INFO captures it
+    const NDArray* array = entry.first;
+    const int line = entry.second;
     INFO("expected line " << line);
     CHECK(int(array->creation_site().line()) == line);
     CHECK(from_this_file(*array));
@@ -155,7 +157,9 @@ TEST_CASE("named ops record the caller's line as the creation site") {
                                                   {&r6, l6},   {&r7, l7},   {&r8, l8},   {&r9, l9},   {&r10, l10},
                                                   {&r11, l11}, {&r12, l12}, {&r13, l13}, {&r14, l14}, {&r15, l15},
                                                   {&r16, l16}, {&r17, l17}, {&r18, l18}};
-  for (const auto& [array, line] : cases) {
+  for (const auto& entry : cases) {  // not a structured binding: INFO captures it
+    const NDArray* array = entry.first;
+    const int line = entry.second;
     INFO("expected line " << line);
     CHECK(int(array->creation_site().line()) == line);
     CHECK(from_this_file(*array));

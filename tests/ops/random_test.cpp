@@ -106,7 +106,9 @@ TEST_CASE_TEMPLATE("random_uniform on integers draws every value of [low, high) 
   CHECK(counts.size() == 10);
   CHECK(counts.begin()->first == -5);
   CHECK(counts.rbegin()->first == 4);
-  for (auto [value, n] : counts) {
+  for (const auto& entry : counts) {  // not a structured binding: INFO captures it
+    const auto value = entry.first;
+    const auto n = entry.second;
     INFO("value " << value);
     CHECK(n == doctest::Approx(10000).epsilon(0.05));
   }

@@ -84,7 +84,9 @@ void check_same(const Trained& gpu, const Trained& cpu) {
   }
   REQUIRE(gpu.history.size() == cpu.history.size());
   for (std::size_t e = 0; e < cpu.history.size(); ++e)
-    for (const auto& [key, value] : cpu.history[e]) {
+    for (const auto& entry : cpu.history[e]) {  // CAPTURE captures key: no structured binding
+      const auto& key = entry.first;
+      const auto& value = entry.second;
       CAPTURE(key);
       CHECK(gpu.history[e].at(key) == doctest::Approx(value).epsilon(1e-6));
     }
