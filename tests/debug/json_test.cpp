@@ -160,11 +160,12 @@ TEST_CASE("from_json of malformed input throws DataError naming the problem") {
         Device::gpu(3));
   // Managers nested deeper than any program makes: refused before the reader's recursion can exhaust the stack.
   CHECK_THROWS_WITH_AS(debug::Dump::from_json(bad_dump([](json& j) {
-                         json node = j["root"];
-                         node["arrays"] = json::array();
-                         node["children"] = json::array();
+                         json leaf = j["root"];
+                         leaf["arrays"] = json::array();
+                         leaf["children"] = json::array();
+                         json node = leaf;
                          for (int i = 0; i < 1002; ++i) {
-                           json parent = node;
+                           json parent = leaf;  // a copy of the leaf, not of the chain: linear, not quadratic
                            parent["children"] = json::array({std::move(node)});
                            node = std::move(parent);
                          }
