@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "memory/caching_allocator.hpp"
 #include "memory/caching_device_allocator.hpp"
@@ -76,6 +77,28 @@ void BM_UncachedAllocFree(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_UncachedAllocFree)->Arg(4 << 10)->Arg(4 << 20);
+
+// A hit pair while the cache is over its budget (0 here) in free pieces of
+// segments still in use, which cannot go back (Note [A cache budget]): every
+// free asks to trim. Arg: how many such segments (2 MiB, half used each).
+void BM_AllocFreeOverBudget(benchmark::State& state) {
+  HostSegmentSource src(kBudget);
+  CachingAllocator cache(src);
+  cache.set_max_cached_bytes(0);
+  std::vector<void*> kept, freed;
+  for (std::int64_t i = 0; i < state.range(0); ++i) {
+    kept.push_back(cache.allocate(1 << 20, 0));
+    freed.push_back(cache.allocate(1 << 20, 0));
+  }
+  for (void* p : freed) cache.free(p);
+  for (auto _ : state) {
+    void* p = cache.allocate(1 << 20, 0);
+    benchmark::DoNotOptimize(p);
+    cache.free(p);
+  }
+  for (void* p : kept) cache.free(p);
+}
+BENCHMARK(BM_AllocFreeOverBudget)->Arg(1)->Arg(64)->Arg(256);
 
 }  // namespace
 

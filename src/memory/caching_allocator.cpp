@@ -118,6 +118,7 @@ CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, StreamId stream
   if (size < config_.max_split_size && b->size >= config_.max_split_size) return nullptr;
   if (size >= config_.max_split_size && b->size - size >= config_.max_oversize_waste) return nullptr;
   pool.erase(it);
+  if (whole(*b)) --stats_.free_segments;
   return b;
 }
 
@@ -306,6 +307,7 @@ void CachingAllocator::free_block(Block* b) noexcept {
     merge(b, b->next);
   }
   b->pool->insert(*b);
+  if (whole(*b)) ++stats_.free_segments;
   if (stats_.cached_bytes() > max_cached_) trim_to_budget();
 }
 
@@ -360,11 +362,12 @@ std::size_t CachingAllocator::release_free_segments(Pool& pool) noexcept {
   std::size_t released = 0;
   for (auto it = pool.begin(); it != pool.end();) {
     Block* b = &*it;
-    if (b->prev || b->next) {
+    if (!whole(*b)) {
       ++it;
       continue;
     }
     it = pool.erase(it);
+    --stats_.free_segments;
     released += b->size;
     release_segment(b);
   }
@@ -388,17 +391,28 @@ void CachingAllocator::release_segment(Block* b) noexcept {
 // fewest calls to the source for the bytes). Only a whole segment can go
 // back (Note [Giving memory back]), so free pieces of a segment still in
 // use stay cached, and cached bytes may stay above the budget until that
-// segment is free. Pending blocks cannot go either.
+// segment is free. Pending blocks cannot go either. While the cached bytes
+// stay over the budget in such pieces, every free calls this: the count of
+// wholly free segments (free_block keeps it) makes that call O(1) when there
+// is nothing to give back, instead of a scan of both pools.
 void CachingAllocator::trim_to_budget() noexcept {
+  NDGC_ASSERT(stats_.free_segments == count_free_segments(), "trim_to_budget: free_segments is stale");
   for (Pool* pool : {&large_, &small_}) {
     auto it = pool->end();
-    while (it != pool->begin() && stats_.cached_bytes() > max_cached_) {
+    while (it != pool->begin() && stats_.free_segments != 0 && stats_.cached_bytes() > max_cached_) {
       Block* b = &*--it;
-      if (b->prev || b->next) continue;
+      if (!whole(*b)) continue;
       it = pool->erase(it);
+      --stats_.free_segments;
       release_segment(b);
     }
   }
+}
+
+std::uint64_t CachingAllocator::count_free_segments() const noexcept {
+  std::uint64_t n = 0;
+  for (const Pool* pool : {&small_, &large_}) n += std::uint64_t(std::count_if(pool->begin(), pool->end(), whole));
+  return n;
 }
 
 void CachingAllocator::set_max_cached_bytes(std::size_t bytes) noexcept {

@@ -65,6 +65,7 @@ struct CachingStats {
   std::uint64_t segment_frees = 0;
   std::uint64_t pending_blocks = 0;        // freed, waiting for events on other streams
   std::uint64_t cache_hits = 0;            // allocations served without the source
+  std::uint64_t free_segments = 0;         // wholly free segments in the pools: what a budget can give back
   std::uint64_t cached_bytes() const noexcept { return reserved_bytes - allocated_bytes; }
 };
 
@@ -185,6 +186,8 @@ class CachingAllocator {
   void synchronize_events() noexcept;
   std::size_t release_free_segments(Pool& pool) noexcept;
   void release_segment(Block* b) noexcept;
+  static bool whole(const Block& b) noexcept { return !b.prev && !b.next; }
+  std::uint64_t count_free_segments() const noexcept;
   void trim_to_budget() noexcept;
   std::size_t release_cached() noexcept;
   void on_allocated(std::size_t size) noexcept;

@@ -32,6 +32,13 @@ std::vector<std::pair<std::size_t, Info::State>> layout(const CachingAllocator& 
   return out;
 }
 
+// A wholly free segment: one block, free.
+std::uint64_t free_segments_in(const CachingAllocator& cache) {
+  std::uint64_t n = 0;
+  for (const auto& seg : cache.snapshot()) n += seg.blocks.size() == 1 && seg.blocks[0].state == Info::kFree;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("requests are rounded to 512 bytes and pick their pool and segment size") {
@@ -292,6 +299,60 @@ TEST_CASE("a cache budget: past it, wholly free segments go back, the largest fi
   cache.set_max_cached_bytes(0);
   CHECK(cache.stats().segments == 0);
   CHECK(src.used_bytes() == 0);
+}
+
+TEST_CASE("free_segments counts the wholly free segments through splits, merges, budgets and empty_cache") {
+  HostSegmentSource src(512 * MiB);
+  CachingAllocator cache(src);
+  std::vector<void*> held;
+  std::uint64_t state = 12345;
+  auto next = [&state] { return (state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+  const std::size_t sizes[] = {512, 40 * KiB, 1 * MiB, 3 * MiB, 12 * MiB};
+  for (int step = 0; step < 3000; ++step) {
+    const auto r = next() % 100;
+    if (r < 55 || held.empty()) {
+      if (void* p = cache.allocate(sizes[next() % 5], StreamId(next() % 2))) held.push_back(p);
+    } else if (r < 97) {
+      const std::size_t i = next() % held.size();
+      cache.free(held[i]);
+      held.erase(held.begin() + std::ptrdiff_t(i));
+    } else if (r < 99) {
+      cache.set_max_cached_bytes(next() % 2 ? 24 * MiB : std::numeric_limits<std::size_t>::max());
+    } else {
+      cache.empty_cache();
+    }
+    REQUIRE(cache.stats().free_segments == free_segments_in(cache));
+  }
+  for (void* p : held) cache.free(p);
+  CHECK(cache.stats().free_segments == cache.stats().segments);
+  cache.set_max_cached_bytes(0);
+  CHECK(cache.stats().free_segments == 0);
+  CHECK(cache.stats().segments == 0);
+}
+
+TEST_CASE("over the budget in pieces of used segments, a free gives nothing back and keeps the pieces") {
+  HostSegmentSource src(256 * MiB);
+  CachingAllocator cache(src);
+  cache.set_max_cached_bytes(0);
+  std::vector<void*> kept, freed;
+  for (int i = 0; i < 8; ++i) {  // a 2 MiB segment each, in two halves: one kept, the other freed
+    kept.push_back(cache.allocate(1 * MiB, 0));
+    freed.push_back(cache.allocate(1 * MiB, 0));
+  }
+  for (void* p : freed) cache.free(p);
+  CachingStats s = cache.stats();
+  CHECK(s.segments == 8);
+  CHECK(s.cached_bytes() == 8 * MiB);  // over the budget, and nothing can go
+  CHECK(s.free_segments == 0);
+  CHECK(s.segment_frees == 0);
+  cache.free(kept.back());  // its segment is whole now: it goes at once
+  s = cache.stats();
+  CHECK(s.segment_frees == 1);
+  CHECK(s.free_segments == 0);
+  CHECK(s.cached_bytes() == 7 * MiB);
+  kept.pop_back();
+  for (void* p : kept) cache.free(p);
+  CHECK(cache.stats().segments == 0);
 }
 
 TEST_CASE("a cache hit calls no function of the source") {
