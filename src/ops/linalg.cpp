@@ -116,8 +116,11 @@ NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Sit
       bias_rows.shape[1] = bias_rows.shape[0], bias_rows.strides[1] = bias_rows.strides[0];
       bias_rows.shape[0] = shape[0], bias_rows.strides[0] = 0;
       Engine& e = engine(a->device);
-      e.copy(bias_rows, o);
-      if (!e.matmul_add(view_of(*a), view_of(*w), o)) {
+      // No engine accumulates onto a 16-bit output (ops/half_widening.hpp),
+      // so those skip the bias's copy, which the product would overwrite.
+      const bool accumulate = !is_half(a->dtype);
+      if (accumulate) e.copy(bias_rows, o);
+      if (!accumulate || !e.matmul_add(view_of(*a), view_of(*w), o)) {
         // The product, then the bias, in the one output: the two roundings
         // of matmul(x, w).add(b), without its intermediate array (a 16-bit
         // step's input projection stays one array, not two).
