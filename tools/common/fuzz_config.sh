@@ -1,7 +1,7 @@
 # Sourced by tools/fuzz and tools/test: the CMake settings of a libFuzzer
 # build (clang-14 as CC/CXX, set by the caller): AddressSanitizer and
-# UndefinedBehaviorSanitizer at -O1, libFuzzer's coverage in every unit
-# (NDGC_BUILD_FUZZ), no perf/, tools/ or CUDA. tools/test's asan phase adds
+# UndefinedBehaviorSanitizer at -O1, libFuzzer's coverage in the library's
+# and the targets' units (NDGC_BUILD_FUZZ), no perf/, tools/ or CUDA. tools/test's asan phase adds
 # the suites to it, so that one build serves both phases.
 NDGC_FUZZ_CONFIG=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only"
   -DNDGC_SANITIZE=address,undefined -DNDGC_BUILD_FUZZ=ON
