@@ -198,6 +198,7 @@ unsigned short HttpServer::start() {
   acceptor_.listen(asio::socket_base::max_listen_connections);
   port_ = acceptor_.local_endpoint().port();
   work_.emplace(io_.get_executor());
+  accepting_ = true;
   accept();
   sweep();
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) threads_.emplace_back([this] { run_io(); });
@@ -230,7 +231,11 @@ void HttpServer::run_io() {
 
 void HttpServer::accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
-    if (!acceptor_.is_open()) return;
+    if (!acceptor_.is_open()) {  // closed by stop_accepting: a socket accepted just now closes with `socket`
+      accepting_ = false;
+      accepting_.notify_all();
+      return;
+    }
     if (!ec) {
       auto connection =
           std::make_shared<detail::Connection>(std::move(socket), options_, handler_, on_limit_, in_flight_);
@@ -267,7 +272,21 @@ void HttpServer::stop_accepting() {
   });
 }
 
+// Note [No connection outlives stop]
+// stop_accepting() only posts the listening socket's close. Were the I/O
+// threads stopped before it ran, the socket would stay open until
+// ~HttpServer, and a client that connected meanwhile would wait, connected
+// and unanswered, with its request in the kernel's queue; likewise a socket
+// accepted but whose handler had not run would stay open in the
+// io_context's queue. So stop() first waits for the accept loop to end: its
+// last handler runs after the close, and closes what it was handed. The
+// kernel resets what was still in the listening socket's queue; every
+// connection accepted before is in connections_ and closed below.
 void HttpServer::stop() {
+  if (!threads_.empty()) {
+    stop_accepting();
+    accepting_.wait(true);
+  }
   work_.reset();
   io_.stop();
   for (std::thread& t : threads_)

@@ -88,8 +88,10 @@ class HttpServer {
   unsigned short port() const noexcept { return port_; }
   // Closes the listening socket: no new connections; open ones go on.
   void stop_accepting();
-  // Stops the threads, then closes every open connection (a client waiting
-  // for an answer sees the connection end rather than waiting forever).
+  // Closes the listening socket and waits for the accept loop to end, then
+  // stops the threads and closes every open connection (a client waiting
+  // for an answer sees the connection end rather than waiting forever; Note
+  // [No connection outlives stop] in http_server.cpp).
   void stop();
   // Requests handed to the Handler whose responses are not yet written.
   std::int64_t in_flight() const noexcept { return in_flight_.load(); }
@@ -112,6 +114,7 @@ class HttpServer {
   std::vector<std::thread> threads_;
   unsigned short port_ = 0;
   std::atomic<std::int64_t> in_flight_{0};
+  std::atomic<bool> accepting_{false};  // an accept is pending or its handler runs (start() to the loop's end)
   std::mutex connections_mutex_;
   std::vector<std::weak_ptr<detail::Connection>> connections_;  // pruned as they end
 };
