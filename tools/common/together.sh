@@ -16,7 +16,9 @@ together() {
   while (( next < ${#tasks[@]} || ${#active[@]} > 0 )); do
     while (( next < ${#tasks[@]} && ${#active[@]} < slots )); do
       read -ra words <<<"${tasks[next]}"
-      ( "${words[@]}" >"$logs/$next.out" 2>&1; echo $? >"$logs/$next.tmp"; mv "$logs/$next.tmp" "$logs/$next.rc" ) &
+      # The status is taken with ||: under the caller's `set -e` (tools/test)
+      # a failing task would otherwise end the subshell before it is written.
+      ( rc=0; "${words[@]}" >"$logs/$next.out" 2>&1 || rc=$?; echo "$rc" >"$logs/$next.tmp"; mv "$logs/$next.tmp" "$logs/$next.rc" ) &
       active+=("$next")
       next=$((next + 1))
     done
