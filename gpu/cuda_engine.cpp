@@ -185,8 +185,12 @@ bool CudaEngine::matmul_16(const TensorView& a, const TensorView& b, const Tenso
   return kernels::matmul(a, b, out, false, on.device, on.stream);
 }
 
+bool CudaEngine::has_matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) const {
+  return out.rank == 2 && a.rank == 2 && b.rank == 2 && is_floating(out.dtype);
+}
+
 bool CudaEngine::matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) {
-  if (out.rank != 2 || a.rank != 2 || b.rank != 2 || !is_floating(out.dtype)) return false;
+  if (!has_matmul_add(a, b, out)) return false;
   if (out.size() == 0) return true;
   On on(out);
   return kernels::matmul(a, b, out, true, on.device, on.stream);

@@ -38,6 +38,7 @@ class CudaEngine final : public ops::Engine {
   void arg_reduce(bool max, const ops::TensorView& in, int axis, const ops::TensorView& out) override;
   void matmul(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) override;
   bool matmul_add(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) override;
+  bool has_matmul_add(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) const override;
   bool matmul_16(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) override;
   void softmax(const ops::TensorView& in, int axis, bool log, const ops::TensorView& out) override;
   void one_hot(const ops::TensorView& indices, std::int64_t depth, const ops::TensorView& out) override;

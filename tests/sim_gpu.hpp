@@ -245,6 +245,9 @@ class SimEngine final : public ops::Engine {
     on_device("matmul_add", {&a, &b, &out});
     return run_if(ops::cpu::CpuEngine::serves_matmul_add(a, b, out), [=] { (void)cpu().matmul_add(a, b, out); });
   }
+  bool has_matmul_add(const ops::TensorView& a, const ops::TensorView& b, const ops::TensorView& out) const override {
+    return ops::cpu::CpuEngine::serves_matmul_add(a, b, out);
+  }
   void softmax(const ops::TensorView& in, int axis, bool log, const ops::TensorView& out) override {
     on_device("softmax", {&in, &out});
     run([=] { cpu().softmax(in, axis, log, out); });

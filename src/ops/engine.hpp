@@ -178,6 +178,12 @@ class Engine {
   virtual bool matmul_add(const TensorView& /*a*/, const TensorView& /*b*/, const TensorView& /*out*/) {
     return false;
   }
+  // Whether matmul_add has a kernel for these views: it returns false exactly
+  // when this does. For a caller that must prepare `out` before the call
+  // (linear copies its bias there), so that it prepares nothing in vain.
+  virtual bool has_matmul_add(const TensorView& /*a*/, const TensorView& /*b*/, const TensorView& /*out*/) const {
+    return false;
+  }
   // A product of 16-bit operands that the engine computes itself with float32
   // sums (AVX512-BF16 on the CPU, tensor cores on a GPU), as matmul's views;
   // the widening engine asks it first and widens when it returns false.

@@ -107,6 +107,9 @@ class WriteCountingEngine final : public Engine {
     CountsAsGpuWrite w;
     return target()->matmul_add(a, b, out);
   }
+  bool has_matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) const override {
+    return target()->has_matmul_add(a, b, out);  // a question: writes nothing
+  }
   bool conv2d_direct(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& win,
                      const TensorView& y) override {
     CountsAsGpuWrite w;

@@ -270,6 +270,9 @@ class HalfWideningEngine final : public Engine {
   bool matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) override {
     return !any_half(a, b, out) && e().matmul_add(a, b, out);
   }
+  bool has_matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) const override {
+    return !any_half(a, b, out) && e().has_matmul_add(a, b, out);
+  }
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override {
     if (!any_half(in, out)) return e().softmax(in, axis, log, out);
     Wide x(e(), in, R::in), o(e(), out, R::out);  // whole: the kernel's row blocking depends on the row count

@@ -7,6 +7,7 @@
 #include "ops/autocast.hpp"
 #include "ops/op_support.hpp"
 #include "ops/record.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc {
 namespace {
@@ -116,15 +117,16 @@ NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Sit
       bias_rows.shape[1] = bias_rows.shape[0], bias_rows.strides[1] = bias_rows.strides[0];
       bias_rows.shape[0] = shape[0], bias_rows.strides[0] = 0;
       Engine& e = engine(a->device);
-      // No engine accumulates onto a 16-bit output (ops/half_widening.hpp),
-      // so those skip the bias's copy, which the product would overwrite.
-      const bool accumulate = !is_half(a->dtype);
-      if (accumulate) e.copy(bias_rows, o);
-      if (!accumulate || !e.matmul_add(view_of(*a), view_of(*w), o)) {
+      const TensorView va = view_of(*a), vw = view_of(*w);
+      if (e.has_matmul_add(va, vw, o)) {
+        e.copy(bias_rows, o);
+        const bool added = e.matmul_add(va, vw, o);
+        NDGC_ASSERT(added, "linear: matmul_add declined views that has_matmul_add accepted");
+      } else {
         // The product, then the bias, in the one output: the two roundings
         // of matmul(x, w).add(b), without its intermediate array (a 16-bit
         // step's input projection stays one array, not two).
-        e.matmul(view_of(*a), view_of(*w), o);
+        e.matmul(va, vw, o);
         e.binary(Binary::add, o, bias_rows, o);
       }
       NDArray result = publish_like(std::move(out), *a, "linear");

@@ -61,6 +61,7 @@ class RecordingEngine : public ops::Engine {
     calls.push_back("matmul_add");
     return accepts;
   }
+  bool has_matmul_add(const TensorView&, const TensorView&, const TensorView&) const override { return accepts; }
   void softmax(const TensorView&, int, bool, const TensorView&) override { calls.push_back("softmax"); }
   bool sparse_softmax_cross_entropy(const TensorView&, const TensorView&, const TensorView&) override {
     calls.push_back("sparse_softmax_cross_entropy");
@@ -200,6 +201,38 @@ TEST_CASE("gpu writes: every engine call but to_host reaches the engine and adva
   e.to_host(TensorView{}, TensorView{});
   CHECK(recorder.calls == std::vector<std::string>{"to_host"});
   CHECK(ops::gpu_write_epoch() == reading);
+}
+
+TEST_CASE("gpu writes: has_matmul_add is a question: its answer comes back, and no call or epoch is counted") {
+  test::SimGpu gpu;
+  RecordingEngine recorder;
+  Registered registered(gpu, recorder);
+  const ops::Engine& e = ops::engine(Device::gpu(0));
+  const TensorView v;
+  const std::uint64_t before = ops::gpu_write_epoch();
+  CHECK(e.has_matmul_add(v, v, v));
+  recorder.accepts = false;
+  CHECK_FALSE(e.has_matmul_add(v, v, v));
+  CHECK(recorder.calls.empty());
+  CHECK(ops::gpu_write_epoch() == before);
+}
+
+// linear (src/ops/linalg.cpp) copies its bias into the output only for an
+// engine that then accumulates the product onto it; otherwise the product,
+// then the bias added, with no copy made in vain.
+TEST_CASE("linear asks the engine for matmul_add before it copies the bias") {
+  test::SimGpu gpu;
+  NDManager m = NDManager::new_base_manager("linear-engine-calls");
+  NDArray x = m.ones({4, 3}).to_device(Device::gpu(0)), w = m.ones({3, 2}).to_device(Device::gpu(0)),
+          b = m.ones({2}).to_device(Device::gpu(0));
+  RecordingEngine recorder;
+  Registered registered(gpu, recorder);
+  (void)linear(x, w, b);
+  CHECK(recorder.calls == std::vector<std::string>{"copy", "matmul_add"});
+  recorder.calls.clear();
+  recorder.accepts = false;
+  (void)linear(x, w, b);
+  CHECK(recorder.calls == std::vector<std::string>{"matmul", "binary"});
 }
 
 TEST_CASE("gpu writes: a call that throws still advances the epoch") {

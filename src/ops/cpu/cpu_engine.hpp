@@ -34,6 +34,9 @@ class CpuEngine final : public Engine {
   void arg_reduce(bool max, const TensorView& in, int axis, const TensorView& out) override;
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
   bool matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  bool has_matmul_add(const TensorView& a, const TensorView& b, const TensorView& out) const override {
+    return serves_matmul_add(a, b, out);
+  }
   bool matmul_16(const TensorView& a, const TensorView& b, const TensorView& out) override;  // bf16_matmul.cpp
   bool batch_norm_16() const noexcept override { return true; }  // norm_kernels.cpp
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override;
