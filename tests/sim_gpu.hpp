@@ -19,7 +19,9 @@
 //     device graphs as the CUDA engine does: the capturing thread's kernels
 //     are recorded, not run, host transfers refused, and a replay runs the
 //     recording (the CPU engine's CpuEngine::serves_* say which optional
-//     kernels a recorded call takes).
+//     kernels a recorded call takes). By default it has no layer kernels, so
+//     conv, the pools, the norms and the rest fail naming gpu(0);
+//     SimGpu(budget, SimGpu::Kernels::layers) gives it the CUDA engine's set.
 // Without a SimGpu nothing of this is registered and the library behaves as
 // it always does on a machine with no GPU.
 //
@@ -140,7 +142,7 @@ struct RegisteredAllocator {
 // residency check (Note [Simulated residency]); transfers are counted.
 class SimEngine final : public ops::Engine {
  public:
-  explicit SimEngine(const TrackedSegmentSource& device) : device_(device) {}
+  SimEngine(const TrackedSegmentSource& device, bool layers) : device_(device), layers_(layers) {}
 
   std::uint64_t to_host_calls() const noexcept { return to_host_.load(); }
   std::uint64_t from_host_calls() const noexcept { return from_host_.load(); }
@@ -298,6 +300,84 @@ class SimEngine final : public ops::Engine {
     return run_if(served, [=] { (void)cpu().sgd_update(weight, grad, momentum, hyper); });
   }
 
+  // "Device" memory is the tracked segments': the widening engine puts a
+  // 16-bit operand's float32 scratch on the device this names.
+  Device device_of(const ops::TensorView& v) const override {
+    auto [p, bytes] = extent(v);
+    return bytes && device_.holds(p, bytes) ? Device::gpu(0) : Device::cpu();
+  }
+
+  // The layer kernels, as the CUDA engine has them, when made with them
+  // (SimGpu::Kernels::layers); otherwise Engine's, which throw.
+  bool has_layer_kernels() const noexcept override { return layers_; }
+  void im2col(const ops::TensorView& x, const ops::Window2d& w, const ops::TensorView& col) override {
+    layer("im2col", {&x, &col}, [=] { cpu().im2col(x, w, col); });
+  }
+  void col2im(const ops::TensorView& col, const ops::Window2d& w, const ops::TensorView& dx) override {
+    layer("col2im", {&col, &dx}, [=] { cpu().col2im(col, w, dx); });
+  }
+  void pool2d(bool max, const ops::TensorView& x, const ops::Window2d& w, const ops::TensorView& out) override {
+    layer("pool2d", {&x, &out}, [=] { cpu().pool2d(max, x, w, out); });
+  }
+  void pool2d_backward(bool max, const ops::TensorView& x, const ops::TensorView& g, const ops::Window2d& w,
+                       const ops::TensorView& dx) override {
+    layer("pool2d_backward", {&x, &g, &dx}, [=] { cpu().pool2d_backward(max, x, g, w, dx); });
+  }
+  void gelu(const ops::TensorView& x, const ops::TensorView& out) override {
+    layer("gelu", {&x, &out}, [=] { cpu().gelu(x, out); });
+  }
+  void gelu_backward(const ops::TensorView& x, const ops::TensorView& g, const ops::TensorView& dx) override {
+    layer("gelu_backward", {&x, &g, &dx}, [=] { cpu().gelu_backward(x, g, dx); });
+  }
+  void dropout(const ops::TensorView& x, double p, const ops::RandomDraw& draw, const ops::TensorView& out) override {
+    if (layers_) check_draw("dropout", draw);
+    layer("dropout", {&x, &out}, [=] { cpu().dropout(x, p, draw, out); });
+  }
+  void embedding(const ops::TensorView& indices, const ops::TensorView& weight, const ops::TensorView& out) override {
+    layer("embedding", {&indices, &weight, &out}, [=] { cpu().embedding(indices, weight, out); });
+  }
+  void embedding_backward(const ops::TensorView& indices, const ops::TensorView& g,
+                          const ops::TensorView& dweight) override {
+    layer("embedding_backward", {&indices, &g, &dweight}, [=] { cpu().embedding_backward(indices, g, dweight); });
+  }
+  void layer_norm(const ops::TensorView& x, const ops::TensorView& gamma, const ops::TensorView& beta, double eps,
+                  const ops::TensorView& out) override {
+    layer("layer_norm", {&x, &gamma, &beta, &out}, [=] { cpu().layer_norm(x, gamma, beta, eps, out); });
+  }
+  void layer_norm_backward(const ops::TensorView& x, const ops::TensorView& gamma, const ops::TensorView& g,
+                           double eps, const ops::TensorView& dx, const ops::TensorView& dgamma,
+                           const ops::TensorView& dbeta) override {
+    layer("layer_norm_backward", {&x, &gamma, &g, &dx, &dgamma, &dbeta},
+          [=] { cpu().layer_norm_backward(x, gamma, g, eps, dx, dgamma, dbeta); });
+  }
+  void batch_norm_stats(const ops::TensorView& x, const ops::TensorView& mean, const ops::TensorView& var) override {
+    layer("batch_norm_stats", {&x, &mean, &var}, [=] { cpu().batch_norm_stats(x, mean, var); });
+  }
+  void batch_norm(const ops::TensorView& x, const ops::TensorView& mean, const ops::TensorView& var,
+                  const ops::TensorView& gamma, const ops::TensorView& beta, double eps,
+                  const ops::TensorView& out) override {
+    layer("batch_norm", {&x, &mean, &var, &gamma, &beta, &out},
+          [=] { cpu().batch_norm(x, mean, var, gamma, beta, eps, out); });
+  }
+  void batch_norm_backward(const ops::TensorView& x, const ops::TensorView& mean, const ops::TensorView& var,
+                           const ops::TensorView& gamma, const ops::TensorView& g, double eps, bool training,
+                           const ops::TensorView& dx, const ops::TensorView& dgamma,
+                           const ops::TensorView& dbeta) override {
+    layer("batch_norm_backward", {&x, &mean, &var, &gamma, &g, &dx, &dgamma, &dbeta},
+          [=] { cpu().batch_norm_backward(x, mean, var, gamma, g, eps, training, dx, dgamma, dbeta); });
+  }
+  void lstm_cell(const ops::TensorView& input_gates, const ops::TensorView& hidden_gates, const ops::TensorView& c,
+                 const ops::TensorView& out) override {
+    layer("lstm_cell", {&input_gates, &hidden_gates, &c, &out},
+          [=] { cpu().lstm_cell(input_gates, hidden_gates, c, out); });
+  }
+  void lstm_cell_backward(const ops::TensorView& input_gates, const ops::TensorView& hidden_gates,
+                          const ops::TensorView& c, const ops::TensorView& g, const ops::TensorView& d_input_gates,
+                          const ops::TensorView& d_hidden_gates, const ops::TensorView& dc) override {
+    layer("lstm_cell_backward", {&input_gates, &hidden_gates, &c, &g, &d_input_gates, &d_hidden_gates, &dc},
+          [=] { cpu().lstm_cell_backward(input_gates, hidden_gates, c, g, d_input_gates, d_hidden_gates, dc); });
+  }
+
  private:
   static ops::Engine& cpu() noexcept { return ops::cpu::cpu_engine(); }
 
@@ -347,6 +427,14 @@ class SimEngine final : public ops::Engine {
   };
 
   bool capturing_here() const noexcept { return capturer_.load() == std::this_thread::get_id(); }
+  // A layer kernel: Engine's (which throws "not available") without them;
+  // otherwise checked, then run or recorded.
+  template <class F>
+  void layer(const char* kernel, std::initializer_list<const ops::TensorView*> views, F&& f) {
+    if (!layers_) unavailable(kernel);
+    on_device(kernel, views);
+    run(std::forward<F>(f));
+  }
   // A kernel: run now, or recorded while this thread captures.
   template <class F>
   void run(F&& kernel) {
@@ -370,6 +458,7 @@ class SimEngine final : public ops::Engine {
   }
 
   const TrackedSegmentSource& device_;
+  const bool layers_;
   std::atomic<std::uint64_t> to_host_{0}, from_host_{0}, kernels_{0}, violations_{0}, replays_{0};
   std::atomic<std::thread::id> capturer_{};
   std::vector<std::function<void()>> recorded_;  // the capturer's alone
@@ -381,7 +470,13 @@ class SimGpu {
  public:
   static constexpr std::size_t kDefaultBudget = std::size_t(1) << 30;  // "device" capacity (host memory on demand)
 
-  explicit SimGpu(std::size_t budget = kDefaultBudget) : gpu_(budget), engine_(*gpu_.tracked) {
+  // core: a GPU engine without the layer kernels (conv, pools, norms, GELU,
+  // dropout, embedding, the LSTM cell), whose ops then fail naming the
+  // device; layers: with them, as the CUDA engine has them.
+  enum class Kernels { core, layers };
+
+  explicit SimGpu(std::size_t budget = kDefaultBudget, Kernels kernels = Kernels::core)
+      : gpu_(budget), engine_(*gpu_.tracked, kernels == Kernels::layers) {
     memory::register_allocator(Device::gpu(0), &gpu_.alloc);
     memory::set_limit(Device::gpu(0), 0);  // whatever NDGC_GPU_MAX_BYTES says: the budget is the bound
     ops::register_engine(DeviceType::gpu, &engine_);

@@ -273,6 +273,7 @@ void GraphBlock::plan_steps() {
     if (why.empty() && step.kernel->check) why = step.kernel->check(check);
     if (why.empty()) why = plan_subgraphs(step, types, defined);
     if (!why.empty()) refused.push_back(fmt::format("  {}: {}", node.label(), why));
+    else step.shapes = is_shape_arithmetic(step, types);
     steps_.push_back(std::move(step));
   }
   if (!refused.empty())
@@ -332,6 +333,7 @@ void GraphBlock::materialize(const ManagerRef& manager, bool trainable) {
     for (auto& sub : step.owned) sub->materialize(manager, false);
   fold_constants();
   plan_releases();
+  mirror_integer_constants();
   for (auto& t : *g.mutable_initializer()) clear_data(t);
 }
 
@@ -474,33 +476,48 @@ void GraphBlock::check_inputs(const NDList& inputs) const {
 NDList GraphBlock::forward(const NDList& inputs, bool training) {
   check_inputs(inputs);
   const ManagerRef manager = inputs.empty() ? manager_ : inputs[0].manager();
+  const Device device = inputs.empty() ? manager_.device() : inputs[0].device();
   std::vector<NDArray> values(constants_);
   for (std::size_t k = 0; k < input_slots_.size(); ++k) values[std::size_t(input_slots_[k])] = inputs[k];
-  std::vector<NDArray> args;
+  HostSide host(*this, manager, device);  // Note [Shape arithmetic on the host]
+  std::vector<NDArray> args, host_args;
   for (const Step& step : steps_) {
+    const bool on_host = host.runs(step);
     // An op's result joins its first input's manager, and a kernel may
     // derive views from any input (Gemm's transposed weight): each constant
     // is seen through a view in the batch's manager, so nothing a pass makes
     // joins the model's (Note [A pass leaves the model's manager alone]).
     args.clear();
+    host_args.clear();
     for (int s : step.inputs) {
       if (s < 0) args.emplace_back();
+      else if (on_host) args.push_back(host.input(s, values));
       else if (constants_[std::size_t(s)].defined()) args.push_back(values[std::size_t(s)].get(manager, NDIndex()));
       else args.push_back(values[std::size_t(s)]);
+      if (host.active()) host_args.push_back(s < 0 || on_host ? NDArray{} : host.values()[std::size_t(s)]);
     }
-    RunContext run{step.node, opset_, args, manager, training, {}, step.subgraphs};
+    RunContext run{step.node,     opset_, args, on_host ? host.manager() : manager, training, {},
+                   step.subgraphs, host_args, on_host ? Device::cpu() : device};
     step.kernel->run(run);
+    for (std::size_t i = 0; host.active() && !on_host && i < step.inputs.size(); ++i)
+      if (const int s = step.inputs[i]; s >= 0 && !values[std::size_t(s)].defined())
+        values[std::size_t(s)] = args[i];  // a host value run.in() copied to the device: for later readers too
     for (std::size_t k = 0; k < step.outputs.size(); ++k)
-      if (step.outputs[k] >= 0) {
+      if (const int s = step.outputs[k]; s >= 0) {
         if (k >= run.outputs.size())
           throw InvalidArgument(fmt::format("onnx graph {}: {} gave {} outputs, the graph wants {}", label_,
                                             step.node.label(), run.outputs.size(), step.outputs.size()));
-        values[std::size_t(step.outputs[k])] = run.outputs[k];
+        if (on_host) host.set(s, run.outputs[k]);
+        else values[std::size_t(s)] = run.outputs[k];
       }
-    for (int s : step.release) values[std::size_t(s)].reset();
+    for (int s : step.release) {
+      values[std::size_t(s)].reset();
+      if (host.active()) host.release(s);
+    }
   }
   NDList out;
-  for (int s : output_slots_) out.push_back(values[std::size_t(s)]);
+  for (int s : output_slots_)
+    out.push_back(values[std::size_t(s)].defined() || !host.active() ? values[std::size_t(s)] : host.on_device(s));
   return out;
 }
 
@@ -527,7 +544,7 @@ std::string GraphBlock::describe() const {
 NDList run_subgraph(const RunContext& c, std::size_t k, NDList formal) {
   NDGC_ASSERT(k < c.subgraphs.size(), "the node has that subgraph");
   const Subgraph& sub = c.subgraphs[k];
-  for (std::size_t i : sub.captured) formal.push_back(c.inputs[i]);
+  for (std::size_t i : sub.captured) formal.push_back(c.has(i) ? c.in(i) : NDArray{});
   NDList out = sub.block->forward(formal, c.training);
   // A subgraph's constant is the model's: seen through a view in the run's
   // manager (Note [A pass leaves the model's manager alone]).

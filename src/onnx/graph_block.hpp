@@ -62,6 +62,34 @@ class GraphBlock : public nn::Block {
     std::vector<int> release;  // slots whose last use is this step
     std::vector<Subgraph> subgraphs;
     std::vector<std::unique_ptr<GraphBlock>> owned;  // the subgraphs' blocks
+    // Shape arithmetic: Shape, Size, or a node whose outputs are all integer
+    // or boolean (Note [Shape arithmetic on the host], graph_host.cpp).
+    bool shapes = false;
+  };
+  // One pass's values on the host beside the device (Note [Shape arithmetic
+  // on the host], graph_host.cpp); inactive on the CPU.
+  class HostSide {
+   public:
+    HostSide(const GraphBlock& graph, const ManagerRef& run, Device device);
+    ~HostSide();  // closes the pass's host values
+    HostSide(const HostSide&) = delete;
+    HostSide& operator=(const HostSide&) = delete;
+    bool active() const noexcept { return active_; }
+    bool runs(const Step& step) const;             // the step runs on the host
+    const ManagerRef& manager();                   // where a host step's arrays go
+    NDArray input(int s, const std::vector<NDArray>& values);  // slot s for a host step
+    const std::vector<NDArray>& values() const noexcept { return host_; }  // by slot; empty handles elsewhere
+    void set(int s, NDArray value) { host_[std::size_t(s)] = std::move(value); }
+    void release(int s) { host_[std::size_t(s)].reset(); }
+    NDArray on_device(int s);                      // slot s copied to the pass's device, in its manager
+
+   private:
+    const GraphBlock& graph_;
+    ManagerRef run_;
+    Device device_;
+    bool active_;
+    std::vector<NDArray> host_;  // by slot
+    std::optional<NDManager> manager_;
   };
   std::string plan_subgraphs(Step& step, const std::unordered_map<std::string, TypeInfo>& types,
                              const std::vector<bool>& defined);
@@ -72,6 +100,8 @@ class GraphBlock : public nn::Block {
   void plan_steps();
   void fold_constants();
   void plan_releases();
+  static bool is_shape_arithmetic(const Step& step, const std::unordered_map<std::string, TypeInfo>& types);
+  void mirror_integer_constants();
   void check_inputs(const NDList& inputs) const;
   int slot(const std::string& name) const;
 
@@ -82,6 +112,7 @@ class GraphBlock : public nn::Block {
   std::unordered_map<std::string, int> slot_of_;
   std::vector<NDArray> constants_;     // by slot: parameters and folded values
   std::vector<bool> foldable_;         // by slot: a constant whose value never changes
+  std::vector<NDArray> host_constants_;  // by slot, on a GPU: a host copy of each integer or boolean constant
   std::vector<std::optional<Shape>> static_shapes_;  // by slot: the shape inference fixed, if it did
   std::vector<nn::Parameter*> params_; // by initializer, in graph order
   std::vector<Step> steps_;

@@ -35,8 +35,8 @@ NDArray gather_on_host(const RunContext& c, const NDArray& x, const std::vector<
   return x.dtype() == DataType::int64 ? result : result.to_type(x.dtype());
 }
 
-// Elements of floating x along `axis` at `indices` (integer, in [0, n)): an
-// embedding lookup into x with `axis` moved first, so it has a gradient.
+}  // namespace
+
 NDArray gather_floating(const NDArray& x, NDArray indices, int axis) {
   const bool scalar_index = indices.rank() == 0;
   if (scalar_index) indices = indices.reshape(Shape{1});
@@ -60,8 +60,6 @@ NDArray gather_floating(const NDArray& x, NDArray indices, int axis) {
   NDArray out = rows.permute(back);
   return scalar_index ? out.squeeze({axis}) : out;
 }
-
-}  // namespace
 
 NDArray make_ints(const RunContext& c, const std::vector<std::int64_t>& values, const Shape& shape) {
   return c.manager.create<std::int64_t>(values, shape);

@@ -1,15 +1,9 @@
 // Helpers the kernel families share.
 //
-// Note [Shape arithmetic on the host]
-// Some inputs are not data but arguments: Reshape's shape, Slice's bounds,
-// the axes of Squeeze and the reductions, Expand's shape, ConstantOfShape's
-// shape. ONNX passes them as small int64 tensors. A kernel reads them with
-// read_ints, which copies them to the host. Most come from initializers or
-// from chains of Shape → Gather → Concat that the loader folds once (they
-// are constants then, read from host memory); the rest are computed per
-// call on the host side too (Shape, Size, Range and the integer forms of
-// Gather, Concat and the arithmetic make host-sized int64 arrays), so on a
-// GPU a graph's shape arithmetic costs small copies, not kernel launches.
+// Kernels read small integer arguments (Reshape's shape, Slice's bounds, the
+// axes of Squeeze and the reductions) on the host, through RunContext::ints:
+// on a GPU the pass keeps them there (Note [Shape arithmetic on the host] in
+// graph_host.cpp).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +34,10 @@ NDArray make_ints(const RunContext& c, const std::vector<std::int64_t>& values, 
 // x, so x keeps its gradient. Pad, ConvTranspose and the windows' explicit
 // padding all use it.
 NDArray pad_constant(const RunContext& c, NDArray x, int axis, std::int64_t before, std::int64_t after, double value);
+// Elements of floating x along `axis` at `indices` (any integer dtype, each
+// in [0, n), on x's device): an embedding lookup into x with `axis` moved
+// first, so it has a gradient.
+NDArray gather_floating(const NDArray& x, NDArray indices, int axis);
 // The elements of x at positions `at` (in [0, n), shaped `index_shape`) along
 // `axis`: an embedding lookup for floating x (it has a gradient), a host
 // gather for integer x (shape arithmetic).

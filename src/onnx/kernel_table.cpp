@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
+#include "onnx/kernel_support.hpp"
 #include "onnx/kernels.hpp"
 #include "support/assert.hpp"
 
@@ -35,8 +36,22 @@ const KernelTable& table() {
 const NDArray& RunContext::in(std::size_t k) const {
   if (!has(k))
     throw InvalidArgument(fmt::format("onnx: {} needs input {}, which the graph leaves out", node.label(), k));
+  if (!inputs[k].defined()) {  // held on the host alone: a copy to the device, which joins the run's manager
+    NDArray moved = host[k].to_device(device);
+    ManagerRef(manager).attach(moved);
+    inputs[k] = moved;
+  }
   return inputs[k];
 }
+
+const NDArray& RunContext::on_host(std::size_t k) const {
+  if (k < host.size() && host[k].defined()) return host[k];
+  return in(k);
+}
+
+std::vector<std::int64_t> RunContext::ints(std::size_t k) const { return read_ints(on_host(k)); }
+std::vector<double> RunContext::doubles(std::size_t k) const { return read_doubles(on_host(k)); }
+double RunContext::scalar(std::size_t k) const { return read_scalar(on_host(k)); }
 
 void KernelTable::add(std::string op_type, Kernel kernel) {
   NDGC_ASSERT(kernel.run != nullptr, "a kernel must run");

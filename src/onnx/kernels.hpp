@@ -6,7 +6,7 @@
 // the node's outputs from its inputs with ndgc's ops, so that they record on
 // the tape and run on the inputs' device. Kernels that read small integer
 // inputs (shapes, axes, slice bounds) read them on the host: see
-// Note [Shape arithmetic on the host] in kernel_support.hpp.
+// Note [Shape arithmetic on the host] in graph_host.cpp.
 #pragma once
 
 #include <cstdint>
@@ -50,15 +50,33 @@ struct Subgraph {
 struct RunContext {
   const Node& node;
   std::int64_t opset;
-  std::span<const NDArray> inputs;  // an omitted optional input is an empty handle
+  // Each input as the kernel computes with it. An omitted optional input is
+  // an empty handle, and so is one the pass holds on the host alone (below)
+  // until in(k) asks for it.
+  std::span<NDArray> inputs;
   const ManagerRef& manager;        // where arrays made from nothing go (the first graph input's)
   bool training;
   NDList outputs;                   // the run appends the node's outputs in order
   std::span<const Subgraph> subgraphs = {};  // by attribute, in the order subgraph_attributes names them
+  // On a GPU, the inputs the pass also holds on the host, empty handles
+  // elsewhere (Note [Shape arithmetic on the host] in graph_host.cpp):
+  // ints, doubles and scalar read them there, with no copy from the device.
+  std::span<const NDArray> host = {};
+  Device device = Device::cpu();    // where in(k) copies an input held on the host alone
 
-  bool has(std::size_t k) const { return k < inputs.size() && inputs[k].defined(); }
-  // Input k; InvalidArgument naming the node when it is omitted.
+  bool has(std::size_t k) const {
+    return k < inputs.size() && (inputs[k].defined() || (k < host.size() && host[k].defined()));
+  }
+  // Input k on `device`; InvalidArgument naming the node when it is omitted.
+  // An input held on the host alone is copied to the device here, once.
   const NDArray& in(std::size_t k) const;
+  // Input k's elements on the host, as int64 / double; one element as double.
+  std::vector<std::int64_t> ints(std::size_t k) const;
+  std::vector<double> doubles(std::size_t k) const;
+  double scalar(std::size_t k) const;
+
+ private:
+  const NDArray& on_host(std::size_t k) const;
 };
 
 struct Kernel {

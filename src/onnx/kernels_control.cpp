@@ -55,7 +55,7 @@ void run_loop(RunContext& c) {
   if (given(c, 0) && c.in(0).size() != 1)
     throw ShapeMismatch(fmt::format("onnx: {}: the trip count M has {} elements, not one", c.node.label(),
                                     c.in(0).size()));
-  const std::int64_t trips = given(c, 0) ? read_ints(c.in(0))[0] : std::numeric_limits<std::int64_t>::max();
+  const std::int64_t trips = given(c, 0) ? c.ints(0)[0] : std::numeric_limits<std::int64_t>::max();
   bool going = given(c, 1) ? read_condition(c, c.in(1), "cond") : true;
   NDList state;
   for (std::size_t k = 0; k < carried; ++k) state.push_back(c.in(2 + k));

@@ -68,7 +68,7 @@ void run_hardmax(RunContext& c) {
 
 void run_one_hot(RunContext& c) {
   const NDArray& indices = c.in(0);
-  const auto depth = static_cast<std::int64_t>(read_scalar(c.in(1)));
+  const auto depth = static_cast<std::int64_t>(c.scalar(1));
   const NDArray& values = c.in(2);  // [off, on]
   const int axis = axis_in(c.node.i("axis", -1), indices.rank() + 1, c.node);
   NDArray i = indices.to_type(DataType::int64);
@@ -100,7 +100,7 @@ std::string eye_like_check(const CheckContext& c) {
 // (i < j exclusive; i ≥ j, i > j reversed).
 void run_cumsum(RunContext& c) {
   const NDArray& x = c.in(0);
-  const int axis = axis_in(read_ints(c.in(1)).at(0), x.rank(), c.node);
+  const int axis = axis_in(c.ints(1).at(0), x.rank(), c.node);
   const std::int64_t n = x.shape()[axis];
   const bool exclusive = c.node.i("exclusive", 0) != 0, reverse = c.node.i("reverse", 0) != 0;
   std::vector<double> t(static_cast<std::size_t>(n * n), 0.0);
@@ -163,7 +163,7 @@ void run_gather_nd(RunContext& c) {
     batches *= ds[k];
   }
   for (std::int64_t k = b; k < b + q; ++k) addressed *= ds[int(k)];
-  const std::vector<std::int64_t> idx = read_ints(c.in(1));
+  const std::vector<std::int64_t> idx = c.ints(1);
   const auto tuples = std::int64_t(idx.size()) / q, per_batch = batches > 0 ? tuples / batches : 0;
   std::vector<std::int64_t> at(static_cast<std::size_t>(tuples));
   for (std::int64_t t = 0; t < tuples; ++t) {
@@ -191,7 +191,7 @@ void run_gather_elements(RunContext& c) {
     throw ShapeMismatch(fmt::format("onnx: {}: indices {} and data {} differ in rank", c.node.label(), is.to_string(),
                                     ds.to_string()));
   const std::int64_t n = ds[axis];
-  std::vector<std::int64_t> idx = read_ints(c.in(1));
+  std::vector<std::int64_t> idx = c.ints(1);
   for (std::int64_t& i : idx) {
     if (i < -n || i >= n)
       throw InvalidArgument(fmt::format("onnx: {}: index {} is out of range for axis {} of length {}", c.node.label(), i,
@@ -246,7 +246,7 @@ void run_compress(RunContext& c) {
   int axis = 0;
   if (c.node.has("axis")) axis = axis_in(c.node.i("axis", 0), x.rank(), c.node);
   else x = x.reshape(Shape{x.size()});
-  const std::vector<double> keep = read_doubles(c.in(1));
+  const std::vector<double> keep = c.doubles(1);
   const std::int64_t n = x.shape()[axis];
   if (std::int64_t(keep.size()) > n)
     throw InvalidArgument(fmt::format("onnx: {}: a condition of {} for an axis of {}", c.node.label(), keep.size(), n));
@@ -263,7 +263,7 @@ void run_compress(RunContext& c) {
 void run_top_k(RunContext& c) {
   const NDArray& x = c.in(0);
   const int axis = axis_in(c.node.i("axis", -1), x.rank(), c.node);
-  const std::vector<std::int64_t> ks = c.opset < 10 ? std::vector<std::int64_t>{c.node.i("k", 0)} : read_ints(c.in(1));
+  const std::vector<std::int64_t> ks = c.opset < 10 ? std::vector<std::int64_t>{c.node.i("k", 0)} : c.ints(1);
   if (ks.size() != 1)
     throw InvalidArgument(fmt::format("onnx: {}: K holds {} values; it must hold one", c.node.label(), ks.size()));
   const std::int64_t k = ks[0];
@@ -299,7 +299,7 @@ void run_reverse_sequence(RunContext& c) {
   const NDArray& x = c.in(0);
   const int time = axis_in(c.node.i("time_axis", 0), x.rank(), c.node);
   const int batch = axis_in(c.node.i("batch_axis", 1), x.rank(), c.node);
-  const std::vector<std::int64_t> lens = read_ints(c.in(1));
+  const std::vector<std::int64_t> lens = c.ints(1);
   const std::int64_t steps = x.shape()[time], entries = x.shape()[batch];
   if (time == batch || std::int64_t(lens.size()) != entries)
     throw ShapeMismatch(fmt::format("onnx: {}: {} sequence_lens for {} batch entries (time axis {}, batch axis {})",

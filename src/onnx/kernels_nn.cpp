@@ -377,7 +377,7 @@ std::string layer_norm_check(const CheckContext& c) {
 void run_dropout(RunContext& c) {
   double ratio = 0.5;
   if (c.opset < 12) ratio = c.node.f("ratio", 0.5f);
-  else if (c.has(1)) ratio = read_scalar(c.in(1));
+  else if (c.has(1)) ratio = c.scalar(1);
   c.outputs.push_back(dropout(c.in(0), ratio, c.training));
   if (c.node.output_wanted(1)) {
     if (c.training)

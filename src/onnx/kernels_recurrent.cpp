@@ -193,7 +193,7 @@ void step(Cell cell, Direction& d, const NDArray& x_proj, std::int64_t hidden, b
 // every entry runs all T steps.
 NDArray step_mask(const RunContext& c, std::int64_t steps, std::int64_t batch) {
   if (!c.has(4)) return {};
-  const std::vector<std::int64_t> lengths = read_ints(c.in(4));
+  const std::vector<std::int64_t> lengths = c.ints(4);
   if (std::int64_t(lengths.size()) != batch)
     throw ShapeMismatch(fmt::format("onnx: {}: sequence_lens has {} entries for a batch of {}", c.node.label(),
                                     lengths.size(), batch));

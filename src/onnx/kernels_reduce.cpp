@@ -19,7 +19,7 @@ enum class Reduce { sum, mean, max, min, sum_square, l1, l2, log_sum, log_sum_ex
 std::vector<int> reduced_axes(const RunContext& c, bool& noop) {
   std::vector<std::int64_t> given;
   if (c.node.op_type() == "ReduceSum" && c.opset >= 13) {
-    if (c.has(1)) given = read_ints(c.in(1));
+    if (c.has(1)) given = c.ints(1);
   } else {
     given = c.node.ints("axes");
   }

@@ -148,14 +148,14 @@ void run_resize(RunContext& c) {
   std::vector<std::int64_t> sizes(xs.begin(), xs.end());
   const bool by_sizes = c.has(3) && c.in(3).size() > 0;
   if (by_sizes) {
-    sizes = read_ints(c.in(3));
+    sizes = c.ints(3);
     if (int(sizes.size()) != rank)
       throw InvalidArgument(fmt::format("onnx: {}: {} sizes for rank {}", c.node.label(), sizes.size(), rank));
     for (int k = 0; k < rank; ++k) scales[std::size_t(k)] = double(sizes[std::size_t(k)]) / double(x.shape()[k]);
   } else {
     if (!c.has(2) || c.in(2).size() != rank)
       throw InvalidArgument(fmt::format("onnx: {}: needs {} scales or sizes", c.node.label(), rank));
-    const std::vector<double> s = read_doubles(c.in(2));
+    const std::vector<double> s = c.doubles(2);
     for (int k = 0; k < rank; ++k) {
       if (!(s[std::size_t(k)] > 0)) throw InvalidArgument(fmt::format("onnx: {}: scale {} is not positive", c.node.label(), s[std::size_t(k)]));
       scales[std::size_t(k)] = s[std::size_t(k)];
@@ -184,7 +184,7 @@ void run_upsample(RunContext& c) {
   } else {
     if (!c.has(1) || c.in(1).size() != rank)
       throw InvalidArgument(fmt::format("onnx: {}: needs {} scales", c.node.label(), rank));
-    scales = read_doubles(c.in(1));
+    scales = c.doubles(1);
   }
   std::vector<std::int64_t> sizes(static_cast<std::size_t>(rank));
   for (int k = 0; k < rank; ++k) {

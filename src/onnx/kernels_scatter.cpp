@@ -100,7 +100,7 @@ void run_scatter_elements(RunContext& c) {
       throw ShapeMismatch(fmt::format("onnx: {}: indices {} exceed data {} on axis {}", c.node.label(), is.to_string(),
                                       ds.to_string(), k));
   const std::int64_t n = ds[axis];
-  std::vector<std::int64_t> idx = read_ints(c.in(1)), dest(idx.size());
+  std::vector<std::int64_t> idx = c.ints(1), dest(idx.size());
   std::vector<std::int64_t> at(std::size_t(is.rank()), 0);
   for (std::size_t e = 0; e < idx.size(); ++e) {
     std::int64_t& i = idx[e];
@@ -184,7 +184,7 @@ void run_scatter_nd(RunContext& c) {
   std::int64_t rows = 1, row = 1;
   for (int k = 0; k < int(q); ++k) rows *= ds[k];
   for (int k = int(q); k < ds.rank(); ++k) row *= ds[k];
-  const std::vector<std::int64_t> idx = read_ints(c.in(1));
+  const std::vector<std::int64_t> idx = c.ints(1);
   std::vector<std::int64_t> dest(idx.size() / std::size_t(q));
   for (std::size_t u = 0; u < dest.size(); ++u) {
     std::int64_t flat = 0;
@@ -229,7 +229,7 @@ std::string reduction_check(const CheckContext& c) {
 // gradient and the memory is the output's.
 Shape unpooled_shape(const RunContext& c, const Shape& xs) {
   if (c.has(2)) {
-    const std::vector<std::int64_t> dims = read_ints(c.in(2));
+    const std::vector<std::int64_t> dims = c.ints(2);
     if (int(dims.size()) != xs.rank())
       throw ShapeMismatch(fmt::format("onnx: {}: output_shape has {} dims for an input of rank {}", c.node.label(),
                                       dims.size(), xs.rank()));
@@ -270,7 +270,7 @@ void run_max_unpool(RunContext& c) {
     throw OutOfMemory(fmt::format("onnx: {}: no host memory for the positions of {} elements", c.node.label(), total),
                       std::size_t(total) * sizeof(std::int64_t), 0, 0);
   }
-  const std::vector<std::int64_t> at = read_ints(c.in(1));
+  const std::vector<std::int64_t> at = c.ints(1);
   for (std::size_t e = 0; e < at.size(); ++e) {
     if (at[e] < 0 || at[e] >= total)
       throw InvalidArgument(fmt::format("onnx: {}: index {} is outside the output {} ({} elements)", c.node.label(),

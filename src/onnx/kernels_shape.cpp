@@ -25,7 +25,7 @@ namespace {
 
 void run_reshape(RunContext& c) {
   const NDArray& x = c.in(0);
-  std::vector<std::int64_t> dims = c.opset < 5 ? c.node.ints("shape") : read_ints(c.in(1));
+  std::vector<std::int64_t> dims = c.opset < 5 ? c.node.ints("shape") : c.ints(1);
   const bool allow_zero = c.node.i("allowzero", 0) != 0;
   for (std::size_t k = 0; k < dims.size(); ++k)
     if (dims[k] == 0 && !allow_zero) {
@@ -68,7 +68,7 @@ std::vector<std::int64_t> axes_argument(const RunContext& c, bool& given) {
     return c.node.ints("axes");
   }
   given = c.has(1);
-  return given ? read_ints(c.in(1)) : std::vector<std::int64_t>{};
+  return given ? c.ints(1) : std::vector<std::int64_t>{};
 }
 
 void run_squeeze(RunContext& c) {
@@ -117,15 +117,18 @@ void run_gather(RunContext& c) {
   const NDArray& x = c.in(0);
   const int axis = axis_in(c.node.i("axis", 0), x.rank(), c.node);
   const std::int64_t n = x.shape()[axis];
-  std::vector<std::int64_t> indices = read_ints(c.in(1));
+  std::vector<std::int64_t> indices = c.ints(1);
+  bool negative = false;
   for (std::int64_t& i : indices) {
     if (i < -n || i >= n)
       throw InvalidArgument(fmt::format("onnx: {}: index {} is out of range for axis {} of length {}", c.node.label(),
                                         i, axis, n));
-    if (i < 0) i += n;
+    if (i < 0) i += n, negative = true;
   }
-  const Shape index_shape = c.in(1).shape();
-  c.outputs.push_back(gather_along(c, x, indices, index_shape, axis));
+  // Indices already in range are looked up as they are: on a GPU, a
+  // constant's device copy, with nothing copied from the host.
+  if (!negative && is_floating(x.dtype())) return c.outputs.push_back(gather_floating(x, c.in(1), axis));
+  c.outputs.push_back(gather_along(c, x, indices, c.in(1).shape(), axis));
 }
 
 // One axis of a Slice: [start, stop) by step, clamped as ONNX says.
@@ -147,9 +150,9 @@ void run_slice(RunContext& c) {
   if (c.opset < 10) {
     starts = c.node.ints("starts"), ends = c.node.ints("ends"), axes = c.node.ints("axes");
   } else {
-    starts = read_ints(c.in(1)), ends = read_ints(c.in(2));
-    if (c.has(3)) axes = read_ints(c.in(3));
-    if (c.has(4)) steps = read_ints(c.in(4));
+    starts = c.ints(1), ends = c.ints(2);
+    if (c.has(3)) axes = c.ints(3);
+    if (c.has(4)) steps = c.ints(4);
   }
   if (axes.empty())
     for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(std::int64_t(k));
@@ -186,7 +189,7 @@ void run_split(RunContext& c) {
   const NDArray& x = c.in(0);
   const int axis = axis_in(c.node.i("axis", 0), x.rank(), c.node);
   const std::int64_t n = x.shape()[axis];
-  std::vector<std::int64_t> sizes = c.opset < 13 ? c.node.ints("split") : (c.has(1) ? read_ints(c.in(1)) : std::vector<std::int64_t>{});
+  std::vector<std::int64_t> sizes = c.opset < 13 ? c.node.ints("split") : (c.has(1) ? c.ints(1) : std::vector<std::int64_t>{});
   const auto parts = std::int64_t(c.node.output_count());
   if (sizes.empty()) {
     if (n % parts != 0)
@@ -211,7 +214,7 @@ void run_split(RunContext& c) {
 
 void run_expand(RunContext& c) {
   const NDArray& x = c.in(0);
-  const std::vector<std::int64_t> want = read_ints(c.in(1));
+  const std::vector<std::int64_t> want = c.ints(1);
   const int rank = std::max<int>(x.rank(), int(want.size()));
   std::vector<std::int64_t> dims(static_cast<std::size_t>(rank));
   for (int k = 0; k < rank; ++k) {
@@ -227,7 +230,7 @@ void run_expand(RunContext& c) {
 
 void run_tile(RunContext& c) {
   NDArray y = c.in(0);
-  const std::vector<std::int64_t> repeats = read_ints(c.in(1));
+  const std::vector<std::int64_t> repeats = c.ints(1);
   if (int(repeats.size()) != y.rank())
     throw InvalidArgument(fmt::format("onnx: {}: {} repeats for rank {}", c.node.label(), repeats.size(), y.rank()));
   for (int k = 0; k < y.rank(); ++k) {
@@ -282,11 +285,12 @@ std::string constant_check(const CheckContext& c) {
 }
 
 void run_constant_of_shape(RunContext& c) {
-  const std::vector<std::int64_t> dims = read_ints(c.in(0));
+  const std::vector<std::int64_t> dims = c.ints(0);
   DataType dtype = DataType::float32;
   double value = 0;
-  if (const auto* t = c.node.t("value")) {
-    NDArray v = to_array(*t, c.manager, c.node.label());
+  if (const auto* t = c.node.t("value")) {  // read on the host, where the attribute is
+    NDManager host = ManagerRef(c.manager).new_sub_manager(Device::cpu());
+    NDArray v = to_array(*t, host, c.node.label());
     dtype = v.dtype(), value = read_scalar(v);
   }
   c.outputs.push_back(c.manager.full(to_shape(dims), value, dtype));
@@ -299,7 +303,7 @@ std::string constant_of_shape_check(const CheckContext& c) {
 }
 
 void run_range(RunContext& c) {
-  const double start = read_scalar(c.in(0)), limit = read_scalar(c.in(1)), delta = read_scalar(c.in(2));
+  const double start = c.scalar(0), limit = c.scalar(1), delta = c.scalar(2);
   if (delta == 0) throw InvalidArgument(fmt::format("onnx: {}: delta is 0", c.node.label()));
   const auto count = std::int64_t(std::max(0.0, std::ceil((limit - start) / delta)));
   std::vector<double> values(static_cast<std::size_t>(count));
@@ -314,7 +318,7 @@ void run_range(RunContext& c) {
 void run_trilu(RunContext& c) {
   const NDArray& x = c.in(0);
   if (x.rank() < 2) throw InvalidArgument(fmt::format("onnx: {}: the input has rank {}", c.node.label(), x.rank()));
-  const std::int64_t k = c.has(1) ? read_ints(c.in(1)).at(0) : 0;
+  const std::int64_t k = c.has(1) ? c.ints(1).at(0) : 0;
   const bool upper = c.node.i("upper", 1) != 0;
   const std::int64_t rows = x.shape()[x.rank() - 2], cols = x.shape()[x.rank() - 1];
   std::vector<std::uint8_t> keep(static_cast<std::size_t>(rows * cols));
@@ -347,8 +351,8 @@ NDArray pad_axis(const RunContext& c, const NDArray& x, int axis, std::int64_t b
 
 void run_pad(RunContext& c) {
   NDArray y = c.in(0);
-  const std::vector<std::int64_t> pads = c.opset < 11 ? c.node.ints("pads") : read_ints(c.in(1));
-  const double value = c.opset < 11 ? c.node.f("value", 0.0f) : (c.has(2) ? read_scalar(c.in(2)) : 0.0);
+  const std::vector<std::int64_t> pads = c.opset < 11 ? c.node.ints("pads") : c.ints(1);
+  const double value = c.opset < 11 ? c.node.f("value", 0.0f) : (c.has(2) ? c.scalar(2) : 0.0);
   const std::string mode = c.node.s("mode", "constant");
   const int rank = y.rank();
   if (int(pads.size()) != 2 * rank)

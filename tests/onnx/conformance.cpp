@@ -152,11 +152,11 @@ const std::map<std::string, std::string>& corrected_cases() {
 
 }  // namespace
 
-CaseResult run_case(const std::filesystem::path& folder, const std::string& directory) {
+CaseResult run_case(const std::filesystem::path& folder, const std::string& directory, Device device) {
   CaseResult r{directory, folder.filename().string(), Outcome::passed, "", in_scope(folder)};
   std::optional<onnx::Imported> net;
   try {
-    net.emplace(onnx::load(folder / "model.onnx", r.name));
+    net.emplace(onnx::load(folder / "model.onnx", r.name, device));
   } catch (const InvalidArgument& e) {
     r.outcome = Outcome::refused, r.reason = e.what();
     return r;
@@ -181,13 +181,13 @@ CaseResult run_case(const std::filesystem::path& folder, const std::string& dire
   return r;
 }
 
-std::vector<CaseResult> run_directory(const std::filesystem::path& root, const std::string& directory) {
+std::vector<CaseResult> run_directory(const std::filesystem::path& root, const std::string& directory, Device device) {
   std::vector<std::filesystem::path> cases;
   for (const auto& e : std::filesystem::directory_iterator(root / directory))
     if (e.is_directory()) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   std::vector<CaseResult> out;
-  for (const auto& c : cases) out.push_back(run_case(c, directory));
+  for (const auto& c : cases) out.push_back(run_case(c, directory, device));
   return out;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <ndgc/device.hpp>
+
 namespace ndgc::test::onnx_conformance {
 
 // bad_data: the case's own data contradicts its graph (an input of another
@@ -27,8 +29,11 @@ struct CaseResult {
 // bfloat16 Cast data by truncating where the spec rounds to nearest even.
 constexpr double kRtol = 1e-3, kAtol = 1e-7, kRtolBfloat16 = 0x1p-7, kRtolFloat16 = 0x1p-10;
 
-CaseResult run_case(const std::filesystem::path& folder, const std::string& directory);
-std::vector<CaseResult> run_directory(const std::filesystem::path& root, const std::string& directory);
+// Each case is loaded onto `device`; its inputs go there and its outputs are
+// read back from there.
+CaseResult run_case(const std::filesystem::path& folder, const std::string& directory, Device device = Device::cpu());
+std::vector<CaseResult> run_directory(const std::filesystem::path& root, const std::string& directory,
+                                      Device device = Device::cpu());
 // A markdown table of passed / refused / failed / bad data per directory, then the
 // refused and failed cases with their reasons.
 std::string report(const std::vector<CaseResult>& results);

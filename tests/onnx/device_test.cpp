@@ -1,0 +1,160 @@
+// ONNX graphs on a GPU, on every machine: tests/sim_gpu.hpp's simulated GPU
+// runs each kernel with the CPU engine, checks that every view a device kernel
+// is handed lies in "device" memory (Note [Simulated residency]) and counts
+// the copies between host and device. So these tests catch what a real GPU
+// would turn into an illegal address or a silent synchronisation: a host
+// buffer in a device kernel, a value read on the host where the graph's
+// shapes alone decide it.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include <ndgc/ndgc.hpp>
+#include <ndgc/onnx.hpp>
+
+#include "conformance.hpp"
+#include "graph_builder.hpp"
+#include "sim_gpu.hpp"
+#include "test_util.hpp"
+
+namespace ndgc {
+namespace {
+
+using test::GraphBuilder;
+namespace conf = test::onnx_conformance;
+
+const std::filesystem::path kTestData = NDGC_ONNX_TESTDATA;
+
+std::vector<float> values(int n, float scale) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[std::size_t(i)] = scale * float((i * 37) % 17 - 8) / 8.0f;
+  return v;
+}
+
+// A residual block as exporters write it, batch dynamic: Conv → BatchNorm →
+// Relu → MaxPool, a skip connection, and the flatten before the classifier
+// as Shape → Gather → Unsqueeze → Concat → Reshape, which the batch axis
+// keeps from folding at load. x [N, 2, 8, 8] → y [N, 3].
+GraphBuilder residual_graph() {
+  GraphBuilder g;
+  g.input("x", {-1, 2, 8, 8}).output("y", {-1, 3});
+  g.floats("conv.weight", {4, 2, 3, 3}, values(72, 0.3f)).floats("conv.bias", {4}, values(4, 0.1f));
+  g.floats("bn.scale", {4}, {1.0f, 0.5f, 1.5f, 0.8f}).floats("bn.bias", {4}, values(4, 0.2f));
+  g.floats("bn.mean", {4}, values(4, 0.05f)).floats("bn.var", {4}, {1.0f, 2.0f, 0.5f, 1.5f});
+  g.floats("skip.weight", {4, 2, 1, 1}, values(8, 0.5f));
+  g.floats("fc.weight", {3, 64}, values(192, 0.1f)).floats("fc.bias", {3}, values(3, 0.1f));
+  g.ints("zero", {}, {0}).ints("axes", {1}, {0}).ints("rest", {1}, {-1});
+  auto& conv = g.node("Conv", {"x", "conv.weight", "conv.bias"}, {"c"}, "conv");
+  GraphBuilder::attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  g.node("BatchNormalization", {"c", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, {"b"}, "bn");
+  g.node("Conv", {"x", "skip.weight"}, {"s"}, "skip");
+  g.node("Add", {"b", "s"}, {"sum"}, "add");
+  g.node("Relu", {"sum"}, {"r"}, "relu");
+  auto& pool = g.node("MaxPool", {"r"}, {"p"}, "pool");
+  GraphBuilder::attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  GraphBuilder::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  g.node("Shape", {"p"}, {"shape"}, "shape");
+  g.node("Gather", {"shape", "zero"}, {"n"}, "n");
+  g.node("Unsqueeze", {"n", "axes"}, {"n1"}, "n1");
+  g.node("Concat", {"n1", "rest"}, {"flat_shape"}, "flat_shape");
+  GraphBuilder::attr(g.model().mutable_graph()->mutable_node()->rbegin()[0], "axis", std::int64_t{0});
+  g.node("Reshape", {"p", "flat_shape"}, {"flat"}, "flatten");
+  auto& fc = g.node("Gemm", {"flat", "fc.weight", "fc.bias"}, {"y"}, "fc");
+  GraphBuilder::attr(fc, "transB", std::int64_t{1});
+  return g;
+}
+
+struct Run {
+  std::vector<float> output;
+  std::map<std::string, std::vector<float>> gradients;
+};
+
+// y and the gradients of sum(y²)/2 for every initializer, on `device`.
+Run run_on(const std::filesystem::path& file, Device device, const std::vector<float>& input) {
+  onnx::Imported net = onnx::load(file, "residual", device);
+  NDManager batch = net.model.manager().new_sub_manager("batch");
+  NDArray x = batch.create(input, Shape{int(input.size()) / 128, 2, 8, 8});
+  Run r;
+  {
+    GradientCollector collector;
+    NDArray y = net.model.block().forward(NDList{x}, false).head();
+    CHECK(y.device() == device);
+    collector.backward(y.square().sum().div(2.0));
+    r.output = y.to_vector<float>();
+  }
+  for (auto& [name, p] : net.model.parameters()) {
+    if (!p->array().requires_gradient()) continue;  // the running statistics
+    CHECK(p->gradient().device() == device);
+    r.gradients[name] = p->gradient().to_vector<float>();
+  }
+  return r;
+}
+
+void check_near(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1));
+}
+
+}  // namespace
+
+TEST_CASE("ONNX on a simulated GPU: a residual block's forward pass copies nothing to or from the host") {
+  test::TempFolder dir("device");
+  const auto file = residual_graph().write(dir / "residual.onnx");
+  test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
+  onnx::Imported net = onnx::load(file, "residual", Device::gpu(0));
+  for (auto& [name, p] : net.model.parameters()) CHECK(p->array().device() == Device::gpu(0));
+  NDManager batch = net.model.manager().new_sub_manager("batch");
+  for (std::int64_t n : {3, 5}) {  // two batch sizes: the flatten's shape is computed per call
+    NDArray x = batch.random_normal({n, 2, 8, 8});
+    gpu.reset_counts();
+    NDArray y = net.model.block().forward(NDList{x}, false).head();
+    CHECK(gpu.to_host_calls() == 0);
+    CHECK(gpu.from_host_calls() == 0);
+    CHECK(y.shape() == Shape{n, 3});
+  }
+  CHECK(gpu.engine().residency_violations() == 0);
+}
+
+TEST_CASE("ONNX on a simulated GPU: outputs and every initializer's gradient as on the CPU") {
+  test::TempFolder dir("device_grads");
+  const auto file = residual_graph().write(dir / "residual.onnx");
+  const std::vector<float> input = values(4 * 128, 1.0f);
+  const Run host = run_on(file, Device::cpu(), input);
+  test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
+  const Run device = run_on(file, Device::gpu(0), input);
+  check_near(device.output, host.output);
+  CHECK(device.gradients.size() == 7);  // all but the batch norm's running statistics
+  for (const auto& [name, g] : host.gradients) {
+    INFO(name);
+    check_near(device.gradients.at(name), g);
+  }
+  CHECK(gpu.engine().residency_violations() == 0);
+  gc::poll();
+  CHECK(gpu.bytes_in_use() == 0);
+}
+
+TEST_CASE("ONNX conformance on a simulated GPU: every case that passes on the CPU passes, no host buffer in a kernel") {
+  if (!std::filesystem::exists(kTestData)) {
+    MESSAGE("skipped: " << kTestData.string() << " is missing (tools/bootstrap installs libonnx-testdata)");
+    return;
+  }
+  test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
+  int compared = 0;
+  for (std::string directory : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
+    const std::vector<conf::CaseResult> host = conf::run_directory(kTestData, directory);
+    const std::vector<conf::CaseResult> device = conf::run_directory(kTestData, directory, Device::gpu(0));
+    REQUIRE(host.size() == device.size());
+    for (std::size_t k = 0; k < host.size(); ++k) {
+      INFO(directory << "/" << host[k].name << ": " << device[k].reason);
+      CHECK(device[k].outcome == host[k].outcome);
+      compared += host[k].outcome == conf::Outcome::passed;
+    }
+  }
+  MESSAGE(compared << " cases pass on the simulated GPU as on the CPU");
+  CHECK(compared > 900);
+  CHECK(gpu.engine().residency_violations() == 0);
+  gc::poll();
+  CHECK(gpu.bytes_in_use() == 0);
+}
+
+}  // namespace ndgc
