@@ -157,4 +157,30 @@ TEST_CASE("ONNX conformance on a simulated GPU: every case that passes on the CP
   CHECK(gpu.bytes_in_use() == 0);
 }
 
+TEST_CASE("ONNX on a simulated GPU: a pass that fails in its host arithmetic leaves nothing behind") {
+  // x [N, 6] reshaped to [N, 4]: the shape is computed on the host from x's
+  // batch, and the reshape refuses it.
+  GraphBuilder g;
+  g.input("x", {-1, 6}).output("y", {-1, 4});
+  g.ints("zero", {1}, {0}).ints("four", {1}, {4});
+  g.node("Shape", {"x"}, {"shape"}, "shape");
+  g.node("Gather", {"shape", "zero"}, {"n"}, "n");
+  auto& concat = g.node("Concat", {"n", "four"}, {"target"}, "target");
+  GraphBuilder::attr(concat, "axis", std::int64_t{0});
+  g.node("Reshape", {"x", "target"}, {"y"}, "reshape");
+  test::TempFolder dir("device_error");
+  test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
+  onnx::Imported net = onnx::load(g.write(dir / "bad.onnx"), "bad", Device::gpu(0));
+  NDManager batch = net.model.manager().new_sub_manager("batch");
+  NDArray x = batch.ones({3, 6});
+  const std::size_t arrays = batch.array_count();
+  gpu.reset_counts();  // the load copied the integer constants to the host
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{x}, false), doctest::Contains("cannot reshape"),
+                       ShapeMismatch);
+  CHECK(batch.sub_managers().empty());  // the pass's host values closed
+  gc::poll();
+  CHECK(batch.managed_arrays().size() == arrays);
+  CHECK(gpu.to_host_calls() == 0);
+}
+
 }  // namespace ndgc
