@@ -13,6 +13,7 @@
 // counted again.
 //
 //   build/perf/bench_onnx --benchmark_filter='ndgc/resnet18/1/1'
+//   build/perf/bench_onnx --benchmark_filter='ndgc_forward_gpu'   # with the CUDA engine linked
 //   OMP_NUM_THREADS=1 perf/peer_at_best.sh build/perf/bench_onnx --benchmark_filter='torch/resnet18/1/1'
 #include <benchmark/benchmark.h>
 
@@ -111,6 +112,43 @@ void ndgc_forward(benchmark::State& state, const std::string& name) {
   state.counters["threads"] = num_threads();
 }
 
+// The same pass on gpu(0) (built with the CUDA engine; skipped without a
+// usable GPU): each pass ends by reading the output's sum back, which waits
+// for the device, as perf/torch_onnx_gpu_reference.py's passes do. peak_MiB:
+// the pass's peak device bytes above the input, as ndgc's allocator counts
+// them (PyTorch's torch.cuda.max_memory_allocated counts the same way).
+void ndgc_forward_gpu(benchmark::State& state, const std::string& name) {
+  using namespace ndgc;
+  const auto file = model_dir() / (name + ".onnx");
+  if (gpu_count() == 0) return state.SkipWithError("no usable GPU");
+  if (!std::filesystem::exists(file)) return state.SkipWithError(("missing " + file.string()).c_str());
+  const Device gpu = Device::gpu(0);
+  static std::map<std::string, onnx::Imported> loaded;  // once a process
+  if (!loaded.count(name)) loaded.emplace(name, onnx::load(file, name, gpu, {.trainable = false}));
+  onnx::Imported& net = loaded.at(name);
+  gc::enable();
+  NDManager data = NDManager::new_base_manager("data", gpu);
+  Shape shape{state.range(0)};
+  for (std::int64_t d : sample_shape(name)) shape.push_back(d);
+  set_random_seed(1);
+  NDArray x = data.random_normal(shape);
+  auto pass = [&] {
+    NDManager scope = data.new_sub_manager("pass");
+    benchmark::DoNotOptimize(net.model.block().forward(NDList{x}, false).head().sum().item<float>());
+    scope.close();
+  };
+  pass();  // untimed: cuBLAS's handles and workspaces, the allocator's first segments
+  std::uint64_t peak = 0;
+  for (auto _ : state) {
+    memory::reset_peak(gpu);
+    const std::uint64_t base = memory::stats(gpu).current_bytes;
+    pass();
+    peak = std::max(peak, memory::stats(gpu).peak_bytes - base);
+  }
+  gc::disable();
+  state.counters["peak_MiB"] = double(peak) / (1 << 20);
+}
+
 #if NDGC_HAVE_TORCH
 void torch_forward(benchmark::State& state, const std::string& name) {
   const auto file = model_dir() / (name + ".pt");
@@ -144,11 +182,19 @@ void arguments(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+void gpu_arguments(benchmark::internal::Benchmark* b) {
+  for (std::int64_t batch : {1, 16}) b->Args({batch});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(ndgc_forward, resnet18, std::string("resnet18"))->Apply(arguments);
 BENCHMARK_CAPTURE(ndgc_forward, transformer, std::string("transformer"))->Apply(arguments);
 BENCHMARK_CAPTURE(ndgc_forward, volume, std::string("volume"))->Apply(arguments);
+BENCHMARK_CAPTURE(ndgc_forward_gpu, resnet18, std::string("resnet18"))->Apply(gpu_arguments);
+BENCHMARK_CAPTURE(ndgc_forward_gpu, transformer, std::string("transformer"))->Apply(gpu_arguments);
+BENCHMARK_CAPTURE(ndgc_forward_gpu, volume, std::string("volume"))->Apply(gpu_arguments);
 #if NDGC_HAVE_TORCH
 BENCHMARK_CAPTURE(torch_forward, resnet18, std::string("resnet18"))->Apply(arguments);
 BENCHMARK_CAPTURE(torch_forward, transformer, std::string("transformer"))->Apply(arguments);

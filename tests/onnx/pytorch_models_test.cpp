@@ -16,6 +16,7 @@
 #include <ndgc/ndgc.hpp>
 #include <ndgc/onnx.hpp>
 
+#include "exported_models.hpp"
 #include "graph_builder.hpp"
 #include "onnx/proto.hpp"
 #include "sim_gpu.hpp"
@@ -45,36 +46,6 @@ bool exported() {
   return ok;
 }
 
-std::vector<float> read_floats(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::vector<float> out(std::filesystem::file_size(file) / sizeof(float));
-  in.read(reinterpret_cast<char*>(out.data()), std::streamsize(out.size() * sizeof(float)));
-  return out;
-}
-
-nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(std::ifstream(file)); }
-
-// |a - b| <= atol + rtol |b| everywhere; returns how many elements are off.
-int mismatches(const std::vector<float>& got, const std::vector<float>& want, double rtol, double atol) {
-  if (got.size() != want.size()) return -1;
-  int off = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const bool bad = std::abs(got[i] - want[i]) > atol + rtol * std::abs(want[i]);
-    if (bad && off == 0) MESSAGE("element " << i << ": " << got[i] << " (expected " << want[i] << ")");
-    off += bad;
-  }
-  return off;
-}
-
-// Gradients are compared against their tensor's scale: a ReLU input within
-// rounding of 0 may be alive in one framework and dead in the other, which
-// moves a gradient element that should be ~0 by a hair of the tensor's size.
-int scaled_mismatches(const std::vector<float>& got, const std::vector<float>& want, double tolerance) {
-  double scale = 0;
-  for (float w : want) scale = std::max(scale, double(std::abs(w)));
-  return mismatches(got, want, 0, tolerance * scale + 1e-6);
-}
-
 // Initializers that several layers read: PyTorch's exporter merges equal
 // ones (squeezenet's zero biases become one), whose gradient then sums every
 // reader's, unlike any one PyTorch parameter's. (Slices of one parameter, as
@@ -93,10 +64,7 @@ std::set<std::string> shared_initializers(const std::filesystem::path& file) {
   return shared;
 }
 
-NDArray input_of(const std::string& name, const ManagerRef& m) {
-  const nlohmann::json meta = read_json(kModels / (name + ".grads.json"));
-  return m.create(read_floats(kModels / (name + ".input.bin")), Shape(meta["shape"].get<std::vector<std::int64_t>>()));
-}
+NDArray input_of(const std::string& name, const ManagerRef& m) { return test::exported_input(kModels, name, m); }
 
 }  // namespace
 
@@ -105,8 +73,7 @@ TEST_CASE("PyTorch's models: outputs and gradients of every initializer match Py
     MESSAGE("skipped: /usr/bin/python3 has no torch and torchvision (tools/bootstrap --tests installs python3-torch)");
     return;
   }
-  for (std::string name : {"fashion_mlp", "fashion_cnn", "squeezenet1_1", "resnet18", "mobilenet_v2", "gru_classifier",
-                           "lstm_classifier", "transformer", "autoencoder"}) {
+  for (const std::string& name : test::kExportedModels) {
     INFO(name);
     onnx::Imported net = onnx::load(kModels / (name + ".onnx"), name);
     NDManager batch = net.model.manager().new_sub_manager("batch");
@@ -117,8 +84,8 @@ TEST_CASE("PyTorch's models: outputs and gradients of every initializer match Py
       y = net.model.block().forward(NDList{x}, false).head();
       collector.backward(y.square().sum().div(2.0));
     }
-    CHECK(mismatches(y.to_vector<float>(), read_floats(kModels / (name + ".output.bin")), 1e-3, 1e-4) == 0);
-    const nlohmann::json grads = read_json(kModels / (name + ".grads.json"))["grads"];
+    CHECK(test::mismatches(y.to_vector<float>(), test::read_floats(kModels / (name + ".output.bin")), 1e-3, 1e-4) == 0);
+    const nlohmann::json grads = test::read_json(kModels / (name + ".grads.json"))["grads"];
     const std::set<std::string> shared = shared_initializers(kModels / (name + ".onnx"));
     int compared = 0;
     for (auto& entry : net.model.parameters()) {  // INFO captures pname: no structured binding
@@ -126,7 +93,7 @@ TEST_CASE("PyTorch's models: outputs and gradients of every initializer match Py
       auto& p = entry.parameter;
       if (!grads.contains(pname) || shared.count(pname)) continue;
       INFO(pname);
-      CHECK(scaled_mismatches(p->gradient().to_vector<float>(), grads[pname].get<std::vector<float>>(), 1e-3) == 0);
+      CHECK(test::scaled_mismatches(p->gradient().to_vector<float>(), grads[pname].get<std::vector<float>>(), 1e-3) == 0);
       ++compared;
     }
     // An eval-mode export folds BatchNorm into the convolutions, whose
@@ -149,8 +116,7 @@ TEST_CASE("PyTorch's models on a simulated GPU: PyTorch's outputs, no copy to th
   }
   test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
   const std::map<std::string, std::uint64_t> uploads = {{"gru_classifier", 1}, {"lstm_classifier", 1}, {"autoencoder", 2}};
-  for (std::string name : {"fashion_mlp", "fashion_cnn", "squeezenet1_1", "resnet18", "mobilenet_v2", "gru_classifier",
-                           "lstm_classifier", "transformer", "autoencoder"}) {
+  for (const std::string& name : test::kExportedModels) {
     INFO(name);
     onnx::Imported net = onnx::load(kModels / (name + ".onnx"), name, Device::gpu(0));
     NDManager batch = net.model.manager().new_sub_manager("batch");
@@ -162,7 +128,7 @@ TEST_CASE("PyTorch's models on a simulated GPU: PyTorch's outputs, no copy to th
     CHECK(gpu.to_host_calls() == 0);
     CHECK(gpu.from_host_calls() == (uploads.count(name) ? uploads.at(name) : 0));
     CHECK(y.device() == Device::gpu(0));
-    CHECK(mismatches(y.to_vector<float>(), read_floats(kModels / (name + ".output.bin")), 1e-3, 1e-4) == 0);
+    CHECK(test::mismatches(y.to_vector<float>(), test::read_floats(kModels / (name + ".output.bin")), 1e-3, 1e-4) == 0);
   }
   CHECK(gpu.engine().residency_violations() == 0);
 }

@@ -1,0 +1,96 @@
+// ONNX graphs on a real GPU (issue 39's GPU side): what
+// tests/onnx/device_test.cpp checks on the simulated GPU, with the CUDA
+// engine's kernels. Each input comes from the environment, so that
+// tools/gpu-session can bring it to a machine without Debian's packages:
+//   NDGC_ONNX_TESTDATA    ONNX's conformance cases (default: libonnx-testdata's folder)
+//   NDGC_ONNX_MODELS_DIR  tests/onnx/export_models.py's models (exported there)
+// A missing one skips its case with one line.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <ndgc/ndgc.hpp>
+#include <ndgc/onnx.hpp>
+
+#include "conformance.hpp"
+#include "exported_models.hpp"
+
+using namespace ndgc;
+
+namespace {
+
+namespace conf = test::onnx_conformance;
+
+std::filesystem::path from_env(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value ? value : fallback;
+}
+
+struct Pass {
+  std::vector<float> output;
+  std::map<std::string, std::vector<float>> gradients;  // of sum(output²)/2, by trainable initializer
+};
+
+Pass run_on(const std::filesystem::path& dir, const std::string& name, Device device) {
+  onnx::Imported net = onnx::load(dir / (name + ".onnx"), name, device);
+  NDManager batch = net.model.manager().new_sub_manager("batch");
+  NDArray x = test::exported_input(dir, name, batch);
+  Pass r;
+  {
+    GradientCollector collector;
+    NDArray y = net.model.block().forward(NDList{x}, false).head();
+    REQUIRE(y.device() == device);
+    collector.backward(y.square().sum().div(2.0));
+    r.output = y.to_vector<float>();
+  }
+  for (auto& [pname, p] : net.model.parameters())
+    if (p->array().requires_gradient()) r.gradients[pname] = p->gradient().to_vector<float>();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("ONNX conformance on the GPU: every case that passes on the CPU passes on the GPU") {
+  const std::filesystem::path root = from_env("NDGC_ONNX_TESTDATA", "/usr/share/libonnx-testdata/data");
+  if (!std::filesystem::exists(root / "node")) {
+    MESSAGE("skipped: no ONNX conformance cases at " << root.string() << " (NDGC_ONNX_TESTDATA)");
+    return;
+  }
+  int passed = 0, cases = 0;
+  for (std::string directory : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
+    const std::vector<conf::CaseResult> host = conf::run_directory(root, directory);
+    const std::vector<conf::CaseResult> gpu = conf::run_directory(root, directory, Device::gpu(0));
+    REQUIRE(host.size() == gpu.size());
+    for (std::size_t k = 0; k < host.size(); ++k) {
+      INFO(directory << "/" << host[k].name << ": " << gpu[k].reason);
+      CHECK(gpu[k].outcome == host[k].outcome);
+      passed += gpu[k].outcome == conf::Outcome::passed;
+      ++cases;
+    }
+  }
+  MESSAGE(passed << " of " << cases << " conformance cases pass on the GPU");
+}
+
+TEST_CASE("PyTorch's models on the GPU: PyTorch's outputs, and the CPU's gradients for every initializer") {
+  const std::filesystem::path dir = from_env("NDGC_ONNX_MODELS_DIR", "");
+  if (dir.empty() || !std::filesystem::exists(dir / "resnet18.onnx")) {
+    MESSAGE("skipped: NDGC_ONNX_MODELS_DIR holds no export of tests/onnx/export_models.py");
+    return;
+  }
+  for (const std::string& name : test::kExportedModels) {
+    INFO(name);
+    const Pass cpu = run_on(dir, name, Device::cpu());
+    const Pass gpu = run_on(dir, name, Device::gpu(0));
+    CHECK(test::mismatches(gpu.output, test::read_floats(dir / (name + ".output.bin")), 1e-3, 1e-4) == 0);
+    REQUIRE(gpu.gradients.size() == cpu.gradients.size());
+    for (const auto& [pname, g] : cpu.gradients) {
+      INFO(pname);
+      CHECK(test::scaled_mismatches(gpu.gradients.at(pname), g, 1e-3) == 0);
+    }
+  }
+  gc::poll();
+  CHECK(memory::stats(Device::gpu(0)).current_bytes == 0);
+}
