@@ -86,9 +86,10 @@ TEST_CASE("PyTorch's models on the GPU: PyTorch's outputs, and the CPU's gradien
     const Pass gpu = run_on(dir, name, Device::gpu(0));
     CHECK(test::mismatches(gpu.output, test::read_floats(dir / (name + ".output.bin")), 1e-3, 1e-4) == 0);
     REQUIRE(gpu.gradients.size() == cpu.gradients.size());
-    for (const auto& [pname, g] : cpu.gradients) {
+    for (const auto& entry : cpu.gradients) {  // INFO captures the name: no structured binding (clang 14)
+      const std::string& pname = entry.first;
       INFO(pname);
-      CHECK(test::scaled_mismatches(gpu.gradients.at(pname), g, 1e-3) == 0);
+      CHECK(test::scaled_mismatches(gpu.gradients.at(pname), entry.second, 1e-3) == 0);
     }
   }
   gc::poll();
