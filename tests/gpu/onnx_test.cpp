@@ -17,6 +17,7 @@
 
 #include "conformance.hpp"
 #include "exported_models.hpp"
+#include "forward_backward.hpp"
 
 using namespace ndgc;
 
@@ -29,28 +30,6 @@ std::filesystem::path from_env(const char* name, const char* fallback) {
   return value ? value : fallback;
 }
 
-struct Pass {
-  std::vector<float> output;
-  std::map<std::string, std::vector<float>> gradients;  // of sum(output²)/2, by trainable initializer
-};
-
-Pass run_on(const std::filesystem::path& dir, const std::string& name, Device device) {
-  onnx::Imported net = onnx::load(dir / (name + ".onnx"), name, device);
-  NDManager batch = net.model.manager().new_sub_manager("batch");
-  NDArray x = test::exported_input(dir, name, batch);
-  Pass r;
-  {
-    GradientCollector collector;
-    NDArray y = net.model.block().forward(NDList{x}, false).head();
-    REQUIRE(y.device() == device);
-    collector.backward(y.square().sum().div(2.0));
-    r.output = y.to_vector<float>();
-  }
-  for (auto& [pname, p] : net.model.parameters())
-    if (p->array().requires_gradient()) r.gradients[pname] = p->gradient().to_vector<float>();
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("ONNX conformance on the GPU: every case that passes on the CPU passes on the GPU") {
@@ -59,19 +38,8 @@ TEST_CASE("ONNX conformance on the GPU: every case that passes on the CPU passes
     MESSAGE("skipped: no ONNX conformance cases at " << root.string() << " (NDGC_ONNX_TESTDATA)");
     return;
   }
-  int passed = 0, cases = 0;
-  for (std::string directory : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
-    const std::vector<conf::CaseResult> host = conf::run_directory(root, directory);
-    const std::vector<conf::CaseResult> gpu = conf::run_directory(root, directory, Device::gpu(0));
-    REQUIRE(host.size() == gpu.size());
-    for (std::size_t k = 0; k < host.size(); ++k) {
-      INFO(directory << "/" << host[k].name << ": " << gpu[k].reason);
-      CHECK(gpu[k].outcome == host[k].outcome);
-      passed += gpu[k].outcome == conf::Outcome::passed;
-      ++cases;
-    }
-  }
-  MESSAGE(passed << " of " << cases << " conformance cases pass on the GPU");
+  const int passed = conf::check_same_outcomes(root, Device::gpu(0));
+  MESSAGE(passed << " conformance cases pass on the GPU, each case's outcome the CPU's");
 }
 
 TEST_CASE("PyTorch's models on the GPU: PyTorch's outputs, and the CPU's gradients for every initializer") {
@@ -82,8 +50,9 @@ TEST_CASE("PyTorch's models on the GPU: PyTorch's outputs, and the CPU's gradien
   }
   for (const std::string& name : test::kExportedModels) {
     INFO(name);
-    const Pass cpu = run_on(dir, name, Device::cpu());
-    const Pass gpu = run_on(dir, name, Device::gpu(0));
+    auto input = [&](const ManagerRef& m) { return test::exported_input(dir, name, m); };
+    const test::PassResult cpu = test::forward_backward(dir / (name + ".onnx"), Device::cpu(), input);
+    const test::PassResult gpu = test::forward_backward(dir / (name + ".onnx"), Device::gpu(0), input);
     CHECK(test::mismatches(gpu.output, test::read_floats(dir / (name + ".output.bin")), 1e-3, 1e-4) == 0);
     REQUIRE(gpu.gradients.size() == cpu.gradients.size());
     for (const auto& entry : cpu.gradients) {  // INFO captures the name: no structured binding (clang 14)

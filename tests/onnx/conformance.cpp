@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <ndgc/ndgc.hpp>
@@ -189,6 +190,21 @@ std::vector<CaseResult> run_directory(const std::filesystem::path& root, const s
   std::vector<CaseResult> out;
   for (const auto& c : cases) out.push_back(run_case(c, directory, device));
   return out;
+}
+
+int check_same_outcomes(const std::filesystem::path& root, Device device) {
+  int passed = 0;
+  for (std::string directory : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
+    const std::vector<CaseResult> host = run_directory(root, directory);
+    const std::vector<CaseResult> there = run_directory(root, directory, device);
+    REQUIRE(host.size() == there.size());
+    for (std::size_t k = 0; k < host.size(); ++k) {
+      INFO(directory << "/" << host[k].name << " on " << device.to_string() << ": " << there[k].reason);
+      CHECK(there[k].outcome == host[k].outcome);
+      passed += there[k].outcome == Outcome::passed;
+    }
+  }
+  return passed;
 }
 
 std::string report(const std::vector<CaseResult>& results) {

@@ -34,6 +34,10 @@ constexpr double kRtol = 1e-3, kAtol = 1e-7, kRtolBfloat16 = 0x1p-7, kRtolFloat1
 CaseResult run_case(const std::filesystem::path& folder, const std::string& directory, Device device = Device::cpu());
 std::vector<CaseResult> run_directory(const std::filesystem::path& root, const std::string& directory,
                                       Device device = Device::cpu());
+// Runs every case of the four directories on the CPU and on `device` and
+// checks (doctest) that each has the same outcome on both; returns how many
+// pass on `device`.
+int check_same_outcomes(const std::filesystem::path& root, Device device);
 // A markdown table of passed / refused / failed / bad data per directory, then the
 // refused and failed cases with their reasons.
 std::string report(const std::vector<CaseResult>& results);

@@ -13,6 +13,7 @@
 #include <ndgc/onnx.hpp>
 
 #include "conformance.hpp"
+#include "forward_backward.hpp"
 #include "graph_builder.hpp"
 #include "sim_gpu.hpp"
 #include "test_util.hpp"
@@ -64,32 +65,6 @@ GraphBuilder residual_graph() {
   return g;
 }
 
-struct Run {
-  std::vector<float> output;
-  std::map<std::string, std::vector<float>> gradients;
-};
-
-// y and the gradients of sum(y²)/2 for every initializer, on `device`.
-Run run_on(const std::filesystem::path& file, Device device, const std::vector<float>& input) {
-  onnx::Imported net = onnx::load(file, "residual", device);
-  NDManager batch = net.model.manager().new_sub_manager("batch");
-  NDArray x = batch.create(input, Shape{int(input.size()) / 128, 2, 8, 8});
-  Run r;
-  {
-    GradientCollector collector;
-    NDArray y = net.model.block().forward(NDList{x}, false).head();
-    CHECK(y.device() == device);
-    collector.backward(y.square().sum().div(2.0));
-    r.output = y.to_vector<float>();
-  }
-  for (auto& [name, p] : net.model.parameters()) {
-    if (!p->array().requires_gradient()) continue;  // the running statistics
-    CHECK(p->gradient().device() == device);
-    r.gradients[name] = p->gradient().to_vector<float>();
-  }
-  return r;
-}
-
 void check_near(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1));
@@ -119,9 +94,10 @@ TEST_CASE("ONNX on a simulated GPU: outputs and every initializer's gradient as 
   test::TempFolder dir("device_grads");
   const auto file = residual_graph().write(dir / "residual.onnx");
   const std::vector<float> input = values(4 * 128, 1.0f);
-  const Run host = run_on(file, Device::cpu(), input);
+  auto make_input = [&](const ManagerRef& m) { return m.create(input, Shape{4, 2, 8, 8}); };
+  const test::PassResult host = test::forward_backward(file, Device::cpu(), make_input);
   test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
-  const Run device = run_on(file, Device::gpu(0), input);
+  const test::PassResult device = test::forward_backward(file, Device::gpu(0), make_input);
   check_near(device.output, host.output);
   CHECK(device.gradients.size() == 7);  // all but the batch norm's running statistics
   for (const auto& entry : host.gradients) {  // INFO captures the name: no structured binding (clang 14)
@@ -140,17 +116,7 @@ TEST_CASE("ONNX conformance on a simulated GPU: every case that passes on the CP
     return;
   }
   test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
-  int compared = 0;
-  for (std::string directory : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
-    const std::vector<conf::CaseResult> host = conf::run_directory(kTestData, directory);
-    const std::vector<conf::CaseResult> device = conf::run_directory(kTestData, directory, Device::gpu(0));
-    REQUIRE(host.size() == device.size());
-    for (std::size_t k = 0; k < host.size(); ++k) {
-      INFO(directory << "/" << host[k].name << ": " << device[k].reason);
-      CHECK(device[k].outcome == host[k].outcome);
-      compared += host[k].outcome == conf::Outcome::passed;
-    }
-  }
+  const int compared = conf::check_same_outcomes(kTestData, Device::gpu(0));
   MESSAGE(compared << " cases pass on the simulated GPU as on the CPU");
   CHECK(compared > 900);
   CHECK(gpu.engine().residency_violations() == 0);
