@@ -7,7 +7,10 @@
 // shapes alone decide it.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <map>
+#include <thread>
+#include <vector>
 
 #include <ndgc/ndgc.hpp>
 #include <ndgc/onnx.hpp>
@@ -148,6 +151,32 @@ TEST_CASE("ONNX on a simulated GPU: a pass that fails in its host arithmetic lea
   gc::poll();
   CHECK(batch.managed_arrays().size() == arrays);
   CHECK(gpu.to_host_calls() == 0);
+}
+
+// Named to run in the TSan phase beside the CPU's case (tools/test's onnx_threads).
+TEST_CASE("GraphBlock: forward on four threads at once on a simulated GPU, its shapes on the host, gives each "
+          "the same answer") {
+  test::TempFolder dir("device_threads");
+  const auto file = residual_graph().write(dir / "residual.onnx");
+  test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
+  onnx::Imported net = onnx::load(file, "residual", Device::gpu(0));
+  NDManager inputs = NDManager::new_base_manager("inputs", Device::gpu(0));
+  NDArray x = inputs.random_normal({3, 2, 8, 8});
+  const std::vector<float> want = net.model.block().forward(NDList{x}, false).head().to_vector<float>();
+  gpu.reset_counts();
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {  // every pass in x's manager, as on the CPU: each makes its host values there too
+      for (int k = 0; k < 10; ++k) {
+        NDArray y = net.model.block().forward(NDList{x}, false).head();
+        if (y.to_vector<float>() != want) ++mismatches;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(mismatches == 0);
+  CHECK(gpu.to_host_calls() == 40);  // each pass's answer, read by the test
+  CHECK(gpu.engine().residency_violations() == 0);
 }
 
 }  // namespace ndgc
