@@ -22,10 +22,11 @@
 //   - a graph output still on the host is copied to the device at the end,
 //     so outputs are where the inputs were, and the host sub-manager closes.
 // A resnet's or a transformer's pass then makes no copy in either direction
-// (tests/onnx/device_test.cpp counts them on the simulated GPU). Values that
-// depend on the data (NonZero, TopK's positions, a Loop's condition) are
-// still read from the device. On the CPU all of this is off: the host and
-// the device are one.
+// (tests/onnx/device_test.cpp counts them on the simulated GPU). If's and
+// Loop's conditions are read on the host when shape arithmetic made them;
+// values that depend on the data (NonZero, TopK's positions, a condition
+// computed from values) are still read from the device. On the CPU all of
+// this is off: the host and the device are one.
 #include "onnx/graph_block.hpp"
 
 #include <optional>

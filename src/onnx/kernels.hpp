@@ -74,8 +74,8 @@ struct RunContext {
   std::vector<std::int64_t> ints(std::size_t k) const;
   std::vector<double> doubles(std::size_t k) const;
   double scalar(std::size_t k) const;
-
- private:
+  // Input k where the host reads it cheapest: its host copy when the pass
+  // has one, otherwise in(k).
   const NDArray& on_host(std::size_t k) const;
 };
 

@@ -33,7 +33,7 @@ bool read_condition(const RunContext& c, const NDArray& condition, const char* w
 }
 
 void run_if(RunContext& c) {
-  NDList out = run_subgraph(c, read_condition(c, c.in(0), "the condition") ? 0 : 1, {});
+  NDList out = run_subgraph(c, read_condition(c, c.on_host(0), "the condition") ? 0 : 1, {});
   for (const NDArray& o : out) c.outputs.push_back(o);
 }
 
@@ -52,11 +52,11 @@ std::size_t carried_count(const Node& node) { return node.input_count() > 2 ? no
 
 void run_loop(RunContext& c) {
   const std::size_t carried = carried_count(c.node);
-  if (given(c, 0) && c.in(0).size() != 1)
+  if (given(c, 0) && c.on_host(0).size() != 1)
     throw ShapeMismatch(fmt::format("onnx: {}: the trip count M has {} elements, not one", c.node.label(),
-                                    c.in(0).size()));
+                                    c.on_host(0).size()));
   const std::int64_t trips = given(c, 0) ? c.ints(0)[0] : std::numeric_limits<std::int64_t>::max();
-  bool going = given(c, 1) ? read_condition(c, c.in(1), "cond") : true;
+  bool going = given(c, 1) ? read_condition(c, c.on_host(1), "cond") : true;
   NDList state;
   for (std::size_t k = 0; k < carried; ++k) state.push_back(c.in(2 + k));
   const std::span<const ValueInfo> body_outputs = c.subgraphs[0].outputs;

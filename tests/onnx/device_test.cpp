@@ -179,4 +179,37 @@ TEST_CASE("GraphBlock: forward on four threads at once on a simulated GPU, its s
   CHECK(gpu.engine().residency_violations() == 0);
 }
 
+TEST_CASE("ONNX on a simulated GPU: an If whose condition is shape arithmetic reads it on the host") {
+  // y = If(x's batch == 1) then -x else x * x, x [N, 3]: exporters write such
+  // conditions for a batch of one.
+  auto branch = [](const char* op, std::vector<std::string> inputs, const std::string& out) {
+    GraphBuilder b;
+    b.output(out, {-1, 3});
+    b.node(op, std::move(inputs), {out});
+    return b;
+  };
+  GraphBuilder g;
+  g.input("x", {-1, 3}).output("y", {-1, 3});
+  g.ints("zero", {}, {0}).ints("one", {}, {1});
+  g.node("Shape", {"x"}, {"shape"}, "shape");
+  g.node("Gather", {"shape", "zero"}, {"n"}, "n");
+  g.node("Equal", {"n", "one"}, {"single"}, "single");
+  auto& n = g.node("If", {"single"}, {"y"}, "branch");
+  GraphBuilder::attr_g(n, "then_branch", branch("Neg", {"x"}, "negated"));
+  GraphBuilder::attr_g(n, "else_branch", branch("Mul", {"x", "x"}, "squared"));
+  test::TempFolder dir("device_if");
+  test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
+  onnx::Imported net = onnx::load(g.write(dir / "if.onnx"), "if", Device::gpu(0));
+  NDManager batch = net.model.manager().new_sub_manager("batch");
+  for (const std::int64_t rows : {1, 2}) {
+    CAPTURE(rows);
+    NDArray x = batch.full(Shape{rows, 3}, 2.0);
+    gpu.reset_counts();
+    NDArray y = net.model.block().forward(NDList{x}, false).head();
+    CHECK(gpu.to_host_calls() == 0);
+    CHECK(gpu.from_host_calls() == 0);
+    CHECK(y.to_vector<float>() == std::vector<float>(std::size_t(rows * 3), rows == 1 ? -2.0f : 4.0f));
+  }
+}
+
 }  // namespace ndgc
