@@ -350,7 +350,7 @@ void GraphBlock::fold_constants() {
   std::vector<Step> kept;
   for (Step& step : steps_) {
     // Shape and Size read only the shape: a shape the graph fixes folds, whatever the values.
-    const bool shape_only = step.node.op_type() == "Shape" || step.node.op_type() == "Size";
+    const bool shape_only = step.kernel->reads_shape_only;
     auto known = [&](int s) {
       return s < 0 || foldable_[std::size_t(s)] || (shape_only && static_shapes_[std::size_t(s)].has_value());
     };

@@ -43,12 +43,10 @@ bool integral(std::int32_t elem) {
   return dtype && !is_floating(*dtype);
 }
 
-bool reads_only_shapes(const Node& node) { return node.op_type() == "Shape" || node.op_type() == "Size"; }
-
 }  // namespace
 
 bool GraphBlock::is_shape_arithmetic(const Step& step, const std::unordered_map<std::string, TypeInfo>& types) {
-  if (reads_only_shapes(step.node)) return true;
+  if (step.kernel->reads_shape_only) return true;
   if (step.kernel->uses_mode || !step.subgraphs.empty() || step.node.proto().output_size() == 0) return false;
   for (const auto& name : step.node.proto().output()) {
     if (name.empty()) continue;
@@ -80,7 +78,7 @@ GraphBlock::HostSide::~HostSide() {
 
 bool GraphBlock::HostSide::runs(const Step& step) const {
   if (!active_ || !step.shapes) return false;
-  if (reads_only_shapes(step.node)) return true;
+  if (step.kernel->reads_shape_only) return true;
   for (int s : step.inputs)
     if (s >= 0 && !host_[std::size_t(s)].defined()) return false;
   return true;

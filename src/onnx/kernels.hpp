@@ -87,6 +87,9 @@ struct Kernel {
   std::size_t max_outputs = 1;  // a node asking for more outputs is refused
   bool uses_mode = false;       // depends on `training`: never folded at load
   std::int64_t min_opset = 6;   // older opsets: for op types whose meaning has not changed since
+  // Reads only its input's shape, not its values (Shape, Size): it folds
+  // when the shape is static, and on a GPU runs on the host (graph_host.cpp).
+  bool reads_shape_only = false;
 };
 
 // Runs subgraph k of the node on `formal` inputs (then its captured outer

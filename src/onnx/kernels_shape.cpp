@@ -390,8 +390,9 @@ void add_shape_kernels(KernelTable& t) {
   t.add("Tile", {run_tile});
   t.add("Concat", {run_concat});
   t.add("Identity", {[](RunContext& c) { c.outputs.push_back(c.in(0)); }});
-  t.add("Shape", {run_shape});
-  t.add("Size", {[](RunContext& c) { c.outputs.push_back(c.manager.create_scalar<std::int64_t>(c.in(0).size())); }});
+  t.add("Shape", {.run = run_shape, .reads_shape_only = true});
+  t.add("Size", {.run = [](RunContext& c) { c.outputs.push_back(c.manager.create_scalar<std::int64_t>(c.in(0).size())); },
+                 .reads_shape_only = true});
   t.add("Constant", {run_constant, constant_check});
   t.add("ConstantOfShape", {run_constant_of_shape, constant_of_shape_check});
   t.add("Range", {run_range});
