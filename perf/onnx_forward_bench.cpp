@@ -71,22 +71,33 @@ std::vector<std::int64_t> sample_shape(const std::string& name) {
   return {64, 128};  // transformer: 64 tokens of 128 features
 }
 
+// NAME's graph on `device`, loaded once a process (Google Benchmark calls a
+// benchmark's function more than once), so that a second load's transient
+// memory is not taken for the passes'.
+ndgc::onnx::Imported& loaded(const std::filesystem::path& file, const std::string& name, ndgc::Device device) {
+  static std::map<std::string, ndgc::onnx::Imported> models;  // by name and device
+  const std::string key = name + "@" + device.to_string();
+  if (!models.count(key)) models.emplace(key, ndgc::onnx::load(file, name, device, {.trainable = false}));
+  return models.at(key);
+}
+
+// A batch of `batch` samples of NAME's input, in `m` (seeded: the same on every side).
+ndgc::NDArray sample_input(const ndgc::ManagerRef& m, const std::string& name, std::int64_t batch) {
+  ndgc::Shape shape{batch};
+  for (std::int64_t d : sample_shape(name)) shape.push_back(d);
+  ndgc::set_random_seed(1);
+  return m.random_normal(shape);
+}
+
 void ndgc_forward(benchmark::State& state, const std::string& name) {
   using namespace ndgc;
   const auto file = model_dir() / (name + ".onnx");
   if (!std::filesystem::exists(file)) return state.SkipWithError(("missing " + file.string()).c_str());
   set_num_threads(int(state.range(1)));
-  // Loaded once a process (Google Benchmark calls this more than once), so
-  // that a second load's transient memory is not taken for the passes'.
-  static std::map<std::string, onnx::Imported> loaded;
-  if (!loaded.count(name)) loaded.emplace(name, onnx::load(file, name, Device::cpu(), {.trainable = false}));
-  onnx::Imported& net = loaded.at(name);
+  onnx::Imported& net = loaded(file, name, Device::cpu());
   gc::enable();
   NDManager data = NDManager::new_base_manager("data");
-  Shape shape{state.range(0)};
-  for (std::int64_t d : sample_shape(name)) shape.push_back(d);
-  set_random_seed(1);
-  NDArray x = data.random_normal(shape);
+  NDArray x = sample_input(data, name, state.range(0));
   const std::int64_t resident = reset_resident_peak();
   // One pass untimed, on both sides: at batch 16 a run times one or two
   // passes, and the first pays for what later ones reuse (oneDNN's and
@@ -123,15 +134,10 @@ void ndgc_forward_gpu(benchmark::State& state, const std::string& name) {
   if (gpu_count() == 0) return state.SkipWithError("no usable GPU");
   if (!std::filesystem::exists(file)) return state.SkipWithError(("missing " + file.string()).c_str());
   const Device gpu = Device::gpu(0);
-  static std::map<std::string, onnx::Imported> loaded;  // once a process
-  if (!loaded.count(name)) loaded.emplace(name, onnx::load(file, name, gpu, {.trainable = false}));
-  onnx::Imported& net = loaded.at(name);
+  onnx::Imported& net = loaded(file, name, gpu);
   gc::enable();
   NDManager data = NDManager::new_base_manager("data", gpu);
-  Shape shape{state.range(0)};
-  for (std::int64_t d : sample_shape(name)) shape.push_back(d);
-  set_random_seed(1);
-  NDArray x = data.random_normal(shape);
+  NDArray x = sample_input(data, name, state.range(0));
   auto pass = [&] {
     NDManager scope = data.new_sub_manager("pass");
     benchmark::DoNotOptimize(net.model.block().forward(NDList{x}, false).head().sum().item<float>());
