@@ -64,6 +64,10 @@ class CudaEngine final : public ops::Engine {
   void embedding(const ops::TensorView& indices, const ops::TensorView& weight, const ops::TensorView& out) override;
   void embedding_backward(const ops::TensorView& indices, const ops::TensorView& g,
                           const ops::TensorView& dweight) override;
+  void embedding_in_range(const ops::TensorView& indices, const ops::TensorView& weight,
+                          const ops::TensorView& out) override;
+  void embedding_backward_in_range(const ops::TensorView& indices, const ops::TensorView& g,
+                                   const ops::TensorView& dweight) override;
   void layer_norm(const ops::TensorView& x, const ops::TensorView& gamma, const ops::TensorView& beta, double eps,
                   const ops::TensorView& out) override;
   void layer_norm_backward(const ops::TensorView& x, const ops::TensorView& gamma, const ops::TensorView& g,

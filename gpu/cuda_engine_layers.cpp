@@ -5,7 +5,8 @@
 // twins do around their loops (src/ops/cpu/*_kernels.cpp): checks the dtype,
 // makes contiguous what a kernel wants contiguous, and turns a value a kernel
 // flagged (an embedding index out of range) into InvalidArgument with the
-// CPU's message.
+// CPU's message. The embedding's *_in_range entries skip that check, a wait,
+// for indices their caller checked.
 //
 // Every copy and scratch buffer is a DeviceScratch from the device's
 // allocator (accounted, under its limits and workspaces; freed
@@ -59,18 +60,24 @@ TensorView rows_packed(const TensorView& v, std::unique_ptr<DeviceScratch>& keep
 
 
 // The indices (any integer dtype, any strides; at least one) as contiguous
-// int64 in `keep`, checked against [0, rows): InvalidArgument names the
-// first bad one by position, its value and the weight's rows, as the CPU.
-// Under a capture the check cannot read back (Note [Unchecked in a graph]
-// in cuda_context.hpp): the kernels then skip a bad index instead.
-const std::int64_t* packed_indices(const TensorView& indices, std::int64_t rows, const char* kernel, const On& on,
-                                   std::unique_ptr<DeviceScratch>& keep) {
+// int64: `indices` itself when they are, else a copy held in `keep`.
+const std::int64_t* int64_indices(const TensorView& indices, const char* kernel, const On& on,
+                                  std::unique_ptr<DeviceScratch>& keep) {
   if (is_floating(indices.dtype) || indices.dtype == DataType::boolean)
     throw InvalidArgument(fmt::format("{}: indices must be integers, not {}", kernel, to_string(indices.dtype)));
-  const std::int64_t count = indices.size();
-  keep = std::make_unique<DeviceScratch>(on.device, std::size_t(count) * sizeof(std::int64_t));
+  if (indices.dtype == DataType::int64 && indices.is_contiguous()) return static_cast<const std::int64_t*>(indices.data);
+  keep = std::make_unique<DeviceScratch>(on.device, std::size_t(indices.size()) * sizeof(std::int64_t));
   kernels::copy(indices, contiguous_like(indices, keep->get(), DataType::int64), on.stream);
-  const auto* idx = static_cast<const std::int64_t*>(keep->get());
+  return static_cast<const std::int64_t*>(keep->get());
+}
+
+// Checks the packed indices `idx` against [0, rows), reading the verdict
+// back (a wait): InvalidArgument names the first bad one by position, its
+// value and the weight's rows, as the CPU. Under a capture the check cannot
+// read back (Note [Unchecked in a graph] in cuda_context.hpp): the kernels
+// then skip a bad index instead.
+void check_in_range(const TensorView& indices, const std::int64_t* idx, std::int64_t rows, const On& on) {
+  const std::int64_t count = indices.size();
   std::int64_t* err = reset_error_slot(on.device);
   kernels::check_indices(idx, count, rows, err, on.stream);
   std::int64_t from_end = 0;
@@ -81,7 +88,35 @@ const std::int64_t* packed_indices(const TensorView& indices, std::int64_t rows,
     CUDA_CHECK(cudaStreamSynchronize(on.stream));
     throw_embedding_index(indices, at, value, rows);
   }
-  return idx;
+}
+
+// Whether an embedding entry point checks its indices itself: the
+// *_in_range entries are called with indices their caller checked.
+enum class Indices : bool { to_check, in_range };
+
+void embed(const TensorView& indices, const TensorView& weight, const TensorView& out, Indices given) {
+  check_floating(weight.dtype, "embedding");
+  if (indices.size() == 0) return;
+  On on(indices);
+  std::unique_ptr<DeviceScratch> keep;
+  const std::int64_t* idx = int64_indices(indices, "embedding", on, keep);
+  if (given == Indices::to_check) check_in_range(indices, idx, weight.shape[0], on);
+  if (out.size() > 0) kernels::embedding(idx, indices.size(), weight, out, on.stream);
+}
+
+void embed_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight, Indices given) {
+  check_floating(dweight.dtype, "embedding_backward");
+  if (indices.size() == 0) {
+    if (dweight.size() == 0) return;
+    On on(dweight);
+    kernels::fill(dweight, 0.0, on.stream);
+    return;
+  }
+  On on(indices);
+  std::unique_ptr<DeviceScratch> keep;
+  const std::int64_t* idx = int64_indices(indices, "embedding_backward", on, keep);
+  if (given == Indices::to_check) check_in_range(indices, idx, dweight.shape[0], on);
+  if (dweight.size() > 0) kernels::embedding_backward(idx, indices.size(), g, dweight, on.device, on.stream);
 }
 
 }  // namespace
@@ -147,28 +182,20 @@ void CudaEngine::dropout(const TensorView& x, double p, const ops::RandomDraw& d
 }
 
 void CudaEngine::embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) {
-  check_floating(weight.dtype, "embedding");
-  const std::int64_t count = indices.size();
-  if (count == 0) return;
-  On on(indices);
-  std::unique_ptr<DeviceScratch> keep;
-  const std::int64_t* idx = packed_indices(indices, weight.shape[0], "embedding", on, keep);
-  if (out.size() > 0) kernels::embedding(idx, count, weight, out, on.stream);
+  embed(indices, weight, out, Indices::to_check);
 }
 
 void CudaEngine::embedding_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight) {
-  check_floating(dweight.dtype, "embedding_backward");
-  const std::int64_t count = indices.size();
-  if (count == 0) {
-    if (dweight.size() == 0) return;
-    On on(dweight);
-    kernels::fill(dweight, 0.0, on.stream);
-    return;
-  }
-  On on(indices);
-  std::unique_ptr<DeviceScratch> keep;
-  const std::int64_t* idx = packed_indices(indices, dweight.shape[0], "embedding_backward", on, keep);
-  if (dweight.size() > 0) kernels::embedding_backward(idx, count, g, dweight, on.device, on.stream);
+  embed_backward(indices, g, dweight, Indices::to_check);
+}
+
+void CudaEngine::embedding_in_range(const TensorView& indices, const TensorView& weight, const TensorView& out) {
+  embed(indices, weight, out, Indices::in_range);
+}
+
+void CudaEngine::embedding_backward_in_range(const TensorView& indices, const TensorView& g,
+                                             const TensorView& dweight) {
+  embed_backward(indices, g, dweight, Indices::in_range);
 }
 
 void CudaEngine::layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,

@@ -148,8 +148,10 @@ class SimEngine final : public ops::Engine {
   std::uint64_t from_host_calls() const noexcept { return from_host_.load(); }
   std::uint64_t kernel_calls() const noexcept { return kernels_.load(); }
   std::uint64_t residency_violations() const noexcept { return violations_.load(); }
+  // Embedding calls that check their indices on the device: each a wait on the CUDA engine.
+  std::uint64_t index_checks() const noexcept { return index_checks_.load(); }
   void reset_counts() noexcept {
-    to_host_ = 0, from_host_ = 0, kernels_ = 0;
+    to_host_ = 0, from_host_ = 0, kernels_ = 0, index_checks_ = 0;
   }
   std::uint64_t replays() const noexcept { return replays_.load(); }
 
@@ -333,11 +335,25 @@ class SimEngine final : public ops::Engine {
     if (layers_) check_draw("dropout", draw);
     layer("dropout", {&x, &out}, [=] { cpu().dropout(x, p, draw, out); });
   }
+  // The CUDA engine's embedding checks its indices and reads the verdict
+  // back, a wait (counted, as it does, outside a capture); the *_in_range
+  // twins do not. Here all four check, so a caller that claims its indices
+  // are in range and is wrong fails loudly.
   void embedding(const ops::TensorView& indices, const ops::TensorView& weight, const ops::TensorView& out) override {
     layer("embedding", {&indices, &weight, &out}, [=] { cpu().embedding(indices, weight, out); });
+    count_index_check();
   }
   void embedding_backward(const ops::TensorView& indices, const ops::TensorView& g,
                           const ops::TensorView& dweight) override {
+    layer("embedding_backward", {&indices, &g, &dweight}, [=] { cpu().embedding_backward(indices, g, dweight); });
+    count_index_check();
+  }
+  void embedding_in_range(const ops::TensorView& indices, const ops::TensorView& weight,
+                          const ops::TensorView& out) override {
+    layer("embedding", {&indices, &weight, &out}, [=] { cpu().embedding(indices, weight, out); });
+  }
+  void embedding_backward_in_range(const ops::TensorView& indices, const ops::TensorView& g,
+                                   const ops::TensorView& dweight) override {
     layer("embedding_backward", {&indices, &g, &dweight}, [=] { cpu().embedding_backward(indices, g, dweight); });
   }
   void layer_norm(const ops::TensorView& x, const ops::TensorView& gamma, const ops::TensorView& beta, double eps,
@@ -427,6 +443,9 @@ class SimEngine final : public ops::Engine {
   };
 
   bool capturing_here() const noexcept { return capturer_.load() == std::this_thread::get_id(); }
+  void count_index_check() noexcept {
+    if (!capturing_here()) index_checks_.fetch_add(1);
+  }
   // A layer kernel: Engine's (which throws "not available") without them;
   // otherwise checked, then run or recorded.
   template <class F>
@@ -459,7 +478,7 @@ class SimEngine final : public ops::Engine {
 
   const TrackedSegmentSource& device_;
   const bool layers_;
-  std::atomic<std::uint64_t> to_host_{0}, from_host_{0}, kernels_{0}, violations_{0}, replays_{0};
+  std::atomic<std::uint64_t> to_host_{0}, from_host_{0}, kernels_{0}, violations_{0}, replays_{0}, index_checks_{0};
   std::atomic<std::thread::id> capturer_{};
   std::vector<std::function<void()>> recorded_;  // the capturer's alone
 };
@@ -494,6 +513,7 @@ class SimGpu {
   memory::HostSegmentSource& source() noexcept { return *gpu_.source; }
   std::uint64_t to_host_calls() const noexcept { return engine_.to_host_calls(); }
   std::uint64_t from_host_calls() const noexcept { return engine_.from_host_calls(); }
+  std::uint64_t index_checks() const noexcept { return engine_.index_checks(); }
   void reset_counts() noexcept { engine_.reset_counts(); }
   // Bytes handed out on gpu(0) now (memory::stats(gpu(0)).current_bytes).
   std::uint64_t bytes_in_use() const noexcept { return gpu_.alloc.stats().current_bytes; }

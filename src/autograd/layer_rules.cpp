@@ -135,7 +135,9 @@ void embedding_rule(Rule& r) {
     return;
   }
   Scratch dw(pw->shape, pw->dtype, r.device());
-  r.engine().embedding_backward(view(pi), ops::as_rows(r.g.view(), count, dim), dw.view());
+  const ops::TensorView rows = ops::as_rows(r.g.view(), count, dim);
+  if (r.node.op.indices_in_range) r.engine().embedding_backward_in_range(view(pi), rows, dw.view());
+  else r.engine().embedding_backward(view(pi), rows, dw.view());
   r.out[1] = std::move(dw);
 }
 

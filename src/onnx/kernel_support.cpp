@@ -1,6 +1,7 @@
 // See kernel_support.hpp.
 #include "onnx/kernel_support.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -9,6 +10,8 @@
 
 #include "ndgc/error.hpp"
 #include "ndgc/layers.hpp"
+#include "ops/embedding.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc::onnx::detail {
 
@@ -47,7 +50,7 @@ NDArray gather_floating(const NDArray& x, NDArray indices, int axis) {
     if (k != axis) perm.push_back(k), others.push_back(x.shape()[k]);
   const std::int64_t rest = std::accumulate(others.begin(), others.end(), std::int64_t{1}, std::multiplies<>());
   NDArray table = x.permute(perm).reshape(Shape{x.shape()[axis], rest});
-  NDArray rows = embedding(indices, table);
+  NDArray rows = ops::embedding_in_range(indices, table);  // checked by every caller: no wait for the device's check
   const Shape is = indices.shape();
   std::vector<std::int64_t> dims(is.begin(), is.end());
   dims.insert(dims.end(), others.begin(), others.end());
@@ -67,6 +70,8 @@ NDArray make_ints(const RunContext& c, const std::vector<std::int64_t>& values, 
 
 NDArray gather_along(const RunContext& c, const NDArray& x, const std::vector<std::int64_t>& at, const Shape& index_shape,
                      int axis) {
+  NDGC_ASSERT(std::all_of(at.begin(), at.end(), [n = x.shape()[axis]](std::int64_t i) { return i >= 0 && i < n; }),
+              "gather_along: an index outside the axis");
   if (!is_floating(x.dtype())) return gather_on_host(c, x, at, index_shape, axis);
   return gather_floating(x, make_ints(c, at, index_shape), axis);
 }

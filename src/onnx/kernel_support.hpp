@@ -36,7 +36,9 @@ NDArray make_ints(const RunContext& c, const std::vector<std::int64_t>& values, 
 NDArray pad_constant(const RunContext& c, NDArray x, int axis, std::int64_t before, std::int64_t after, double value);
 // Elements of floating x along `axis` at `indices` (any integer dtype, each
 // in [0, n), on x's device): an embedding lookup into x with `axis` moved
-// first, so it has a gradient.
+// first, so it has a gradient. The caller has checked the indices, so the
+// engine is told they are in range (ops::embedding_in_range): on a GPU
+// neither pass reads a check back.
 NDArray gather_floating(const NDArray& x, NDArray indices, int axis);
 // The elements of x at positions `at` (in [0, n), shaped `index_shape`) along
 // `axis`: an embedding lookup for floating x (it has a gradient), a host

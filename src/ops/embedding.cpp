@@ -4,9 +4,12 @@
 // anything (InvalidArgument naming the first bad index, its value and
 // position). The gradient goes to the weight only (autograd/layer_rules.cpp):
 // the rows of repeated indices are added in index order, without atomics.
+// ops::embedding_in_range (ops/embedding.hpp) is the same op for indices the
+// caller has checked, which the engine need not check again.
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
+#include "ops/embedding.hpp"
 #include "ops/layer_support.hpp"
 #include "ops/record.hpp"
 
@@ -14,7 +17,9 @@ namespace ndgc {
 
 using namespace ndgc::ops;
 
-NDArray embedding(const NDArray& indices, const NDArray& weight, Site site) {
+namespace {
+
+NDArray embedding_lookup(const NDArray& indices, const NDArray& weight, bool in_range, Site site) {
   detail::enter();
   const char* op = "embedding";
   Pinned pi(indices, op), pw(weight, op);
@@ -34,11 +39,23 @@ NDArray embedding(const NDArray& indices, const NDArray& weight, Site site) {
     TensorView ov = view_of(*out);
     if (dim > 0) ov = as_rows(ov, count, dim);
     else ov.rank = 2, ov.shape[0] = count, ov.shape[1] = 0;
-    engine(pw->device).embedding(view_of(*pi), view_of(*pw), ov);
+    Engine& e = engine(pw->device);
+    if (in_range) e.embedding_in_range(view_of(*pi), view_of(*pw), ov);
+    else e.embedding(view_of(*pi), view_of(*pw), ov);
   }
   NDArray result = publish_like(std::move(out), *pi, op);
-  record({.kind = OpKind::embedding}, {indices, weight}, result);
+  record({.kind = OpKind::embedding, .indices_in_range = in_range}, {indices, weight}, result);
   return result;
+}
+
+}  // namespace
+
+NDArray embedding(const NDArray& indices, const NDArray& weight, Site site) {
+  return embedding_lookup(indices, weight, false, site);
+}
+
+NDArray ops::embedding_in_range(const NDArray& indices, const NDArray& weight, Site site) {
+  return embedding_lookup(indices, weight, true, site);
 }
 
 }  // namespace ndgc

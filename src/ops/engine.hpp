@@ -308,6 +308,17 @@ class Engine {
                                   const TensorView& /*dweight*/) {
     unavailable("embedding_backward");
   }
+  // embedding and embedding_backward for indices the caller has already
+  // checked to lie in [0, V) (the ONNX importer, whose indices are checked
+  // on the host). An engine whose check costs a wait may skip it: the CUDA
+  // engine's reads a flag back from the device. These defaults check anyway.
+  virtual void embedding_in_range(const TensorView& indices, const TensorView& weight, const TensorView& out) {
+    embedding(indices, weight, out);
+  }
+  virtual void embedding_backward_in_range(const TensorView& indices, const TensorView& g,
+                                           const TensorView& dweight) {
+    embedding_backward(indices, g, dweight);
+  }
   // Rows x [R, D]: out = (x - mean) / sqrt(var + eps) * gamma + beta, per row, gamma and beta [D].
   virtual void layer_norm(const TensorView& /*x*/, const TensorView& /*gamma*/, const TensorView& /*beta*/,
                           double /*eps*/, const TensorView& /*out*/) {

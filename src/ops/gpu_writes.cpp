@@ -194,6 +194,15 @@ class WriteCountingEngine final : public Engine {
     CountsAsGpuWrite w;
     target()->embedding_backward(indices, g, dweight);
   }
+  void embedding_in_range(const TensorView& indices, const TensorView& weight, const TensorView& out) override {
+    CountsAsGpuWrite w;
+    target()->embedding_in_range(indices, weight, out);
+  }
+  void embedding_backward_in_range(const TensorView& indices, const TensorView& g,
+                                   const TensorView& dweight) override {
+    CountsAsGpuWrite w;
+    target()->embedding_backward_in_range(indices, g, dweight);
+  }
   void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,
                   const TensorView& out) override {
     CountsAsGpuWrite w;

@@ -400,16 +400,17 @@ class HalfWideningEngine final : public Engine {
     });
   }
   void embedding(const TensorView& indices, const TensorView& weight, const TensorView& out) override {
-    if (!any_half(weight, out)) return e().embedding(indices, weight, out);
-    Wide wt(e(), weight, R::in), o(e(), out, R::out);
-    e().embedding(indices, wt, o);
-    o.store();
+    by_indices(&Engine::embedding, indices, weight, out);
   }
   void embedding_backward(const TensorView& indices, const TensorView& g, const TensorView& dweight) override {
-    if (!any_half(g, dweight)) return e().embedding_backward(indices, g, dweight);
-    Wide wg(e(), g, R::in), o(e(), dweight, R::out);
-    e().embedding_backward(indices, wg, o);
-    o.store();
+    by_indices(&Engine::embedding_backward, indices, g, dweight);
+  }
+  void embedding_in_range(const TensorView& indices, const TensorView& weight, const TensorView& out) override {
+    by_indices(&Engine::embedding_in_range, indices, weight, out);
+  }
+  void embedding_backward_in_range(const TensorView& indices, const TensorView& g,
+                                   const TensorView& dweight) override {
+    by_indices(&Engine::embedding_backward_in_range, indices, g, dweight);
   }
   void layer_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, double eps,
                   const TensorView& out) override {
@@ -480,6 +481,16 @@ class HalfWideningEngine final : public Engine {
   template <class... V>
   bool native(const V&... views) const noexcept {
     return e().kernels_16() && one_half_dtype(views...);
+  }
+
+  // An embedding kernel, forward or backward: the indices as they are, the
+  // 16-bit table or gradient (`in`) and result (`out`) widened.
+  using ByIndices = void (Engine::*)(const TensorView&, const TensorView&, const TensorView&);
+  void by_indices(ByIndices kernel, const TensorView& indices, const TensorView& in, const TensorView& out) {
+    if (!any_half(in, out)) return (e().*kernel)(indices, in, out);
+    Wide wi(e(), in, R::in), o(e(), out, R::out);
+    (e().*kernel)(indices, wi, o);
+    o.store();
   }
 
   Engine& e() const noexcept { return *inner_.load(std::memory_order_relaxed); }

@@ -48,7 +48,7 @@ enum class OpKind : std::uint8_t {
   avg_pool2d,     // detail: Window2d
   gelu,
   dropout,        // scalar: p; detail: the RandomDraw the mask came from
-  embedding,      // inputs: indices, weight
+  embedding,      // inputs: indices, weight; indices_in_range: checked by the caller
   layer_norm,     // inputs: x, gamma, beta; scalar: eps
   batch_norm,     // inputs: x, gamma, beta[, running_mean, running_var when not training]; scalar: eps; training
   lstm_cell,      // inputs: input_gates [B, 4H], hidden_gates [B, 4H], c [B, H]; output [2, B, H] = {h', c'}
@@ -87,6 +87,7 @@ struct OpRecord {
   int axis = 0;
   DataType dtype = DataType::float32;
   bool training = false;
+  bool indices_in_range = false;
 };
 
 // `detail` is null for an op without one; it lives for the call only.

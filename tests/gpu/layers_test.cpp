@@ -3,8 +3,9 @@
 // GPU against the CPU engine on the same inputs, forward and gradients
 // through a GradientCollector, with stride, padding, dilation, groups and
 // view inputs; dropout's mask and embedding's repeated-index gradient bit for
-// bit; the same bits on every run; errors named as on the CPU; device bytes
-// returned. Runs only where gpu_main.cpp found a usable device.
+// bit, and its twin for checked indices (ops::embedding_in_range); the same
+// bits on every run; errors named as on the CPU; device bytes returned.
+// Runs only where gpu_main.cpp found a usable device.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 
 #include "gpu/check_same.hpp"
 
+#include "ops/embedding.hpp"
 #include "ops/engine.hpp"
 
 using namespace ndgc;
@@ -259,7 +261,23 @@ TEST_CASE("embedding matches the CPU; a repeated index's gradient is the CPU's s
       compare({i, w}, {false, true}, [](const auto& in) { return embedding(in[0], in[1]); }, 0, "embedding");
       compare({i, w}, {false, true}, [](const auto& in) { return embedding(in[0].transpose(), in[1].get(":, ::2")); },
               0, "embedding of views");
+      // The twin for checked indices, which reads no check back: the same bits.
+      compare({i, w}, {false, true}, [](const auto& in) { return ops::embedding_in_range(in[0], in[1]); }, 0,
+              "embedding_in_range");
     }
+}
+
+TEST_CASE("embedding_in_range given a bad index after all writes nothing out of bounds and throws nothing") {
+  Devices d;
+  Twin w = d.make({4, 3}, DataType::float32);
+  Twin bad = d.indices({1, 9, -1, 2}, {4}, DataType::int64);
+  NDArray rows;
+  CHECK_NOTHROW(rows = ops::embedding_in_range(bad.gpu, w.gpu));
+  const std::vector<float> got = rows.to_vector<float>(), want = w.cpu.to_vector<float>();
+  for (std::size_t k = 0; k < 3; ++k) {  // the good positions 0 and 3 hold rows 1 and 2
+    CHECK(got[k] == want[3 + k]);
+    CHECK(got[9 + k] == want[6 + k]);
+  }
 }
 
 TEST_CASE("embedding on the GPU names a bad index as the CPU does, and leaves no array behind") {

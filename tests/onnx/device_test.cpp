@@ -68,6 +68,21 @@ GraphBuilder residual_graph() {
   return g;
 }
 
+// Gathers of a floating initializer, as exporters write a sequence's last
+// step: a constant index in range, and -1 (made positive on the host).
+// x [N, 4] → y = x × (Gather(w, {3, 0, 3}) ; Gather(w, -1)) [N, 3].
+GraphBuilder gather_graph() {
+  GraphBuilder g;
+  g.input("x", {-1, 4}).output("y", {-1, 3});
+  g.floats("w", {4, 3}, values(12, 0.5f)).ints("picks", {3}, {3, 0, 3}).ints("last", {1}, {-1});
+  g.node("Gather", {"w", "picks"}, {"head"}, "head");
+  g.node("Gather", {"w", "last"}, {"tail"}, "tail");
+  g.node("Concat", {"head", "tail"}, {"table"}, "table");
+  GraphBuilder::attr(g.model().mutable_graph()->mutable_node()->rbegin()[0], "axis", std::int64_t{0});
+  g.node("MatMul", {"x", "table"}, {"y"}, "product");
+  return g;
+}
+
 void check_near(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1));
@@ -111,6 +126,23 @@ TEST_CASE("ONNX on a simulated GPU: outputs and every initializer's gradient as 
   CHECK(gpu.engine().residency_violations() == 0);
   gc::poll();
   CHECK(gpu.bytes_in_use() == 0);
+}
+
+TEST_CASE("ONNX on a simulated GPU: gathers of floating data wait for no index check, forward or backward") {
+  test::TempFolder dir("device_gather");
+  const auto file = gather_graph().write(dir / "gather.onnx");
+  const std::vector<float> input = values(8, 1.0f);
+  auto make_input = [&](const ManagerRef& m) { return m.create(input, Shape{2, 4}); };
+  const test::PassResult host = test::forward_backward(file, Device::cpu(), make_input);
+  test::SimGpu gpu(test::SimGpu::kDefaultBudget, test::SimGpu::Kernels::layers);
+  const test::PassResult device = test::forward_backward(file, Device::gpu(0), make_input);
+  CHECK(gpu.index_checks() == 0);
+  check_near(device.output, host.output);
+  REQUIRE(device.gradients.count("w") == 1);
+  check_near(device.gradients.at("w"), host.gradients.at("w"));
+  // rows 1 and 2 are gathered by no index: their gradients are zero
+  for (std::size_t k = 3; k < 9; ++k) CHECK(device.gradients.at("w")[k] == 0.0f);
+  CHECK(gpu.engine().residency_violations() == 0);
 }
 
 TEST_CASE("ONNX conformance on a simulated GPU: every case that passes on the CPU passes, no host buffer in a kernel") {

@@ -109,6 +109,12 @@ class LayerRecordingEngine : public RecordingEngine {
   void embedding_backward(const TensorView&, const TensorView&, const TensorView&) override {
     calls.push_back("embedding_backward");
   }
+  void embedding_in_range(const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("embedding_in_range");
+  }
+  void embedding_backward_in_range(const TensorView&, const TensorView&, const TensorView&) override {
+    calls.push_back("embedding_backward_in_range");
+  }
   void layer_norm(const TensorView&, const TensorView&, const TensorView&, double, const TensorView&) override {
     calls.push_back("layer_norm");
   }
@@ -287,6 +293,8 @@ TEST_CASE("gpu writes: the layer kernels are forwarded too, each advancing the e
   e.dropout(v, 0.5, {1, 0}, v);
   e.embedding(v, v, v);
   e.embedding_backward(v, v, v);
+  e.embedding_in_range(v, v, v);
+  e.embedding_backward_in_range(v, v, v);
   e.layer_norm(v, v, v, 1e-5, v);
   e.layer_norm_backward(v, v, v, 1e-5, v, v, v);
   e.batch_norm_stats(v, v, v);
@@ -296,10 +304,11 @@ TEST_CASE("gpu writes: the layer kernels are forwarded too, each advancing the e
   e.lstm_cell_backward(v, v, v, v, v, v, v);
   CHECK(recorder.calls ==
         std::vector<std::string>{"im2col", "col2im", "pool2d", "pool2d_backward", "gelu", "gelu_backward", "dropout",
-                                 "embedding", "embedding_backward", "layer_norm", "layer_norm_backward",
+                                 "embedding", "embedding_backward", "embedding_in_range",
+                                 "embedding_backward_in_range", "layer_norm", "layer_norm_backward",
                                  "batch_norm_stats", "batch_norm", "batch_norm_backward", "lstm_cell",
                                  "lstm_cell_backward"});
-  CHECK(ops::gpu_write_epoch() == before + 16);
+  CHECK(ops::gpu_write_epoch() == before + 18);
 }
 
 namespace {
