@@ -11,6 +11,7 @@
 
 #include "core/registry.hpp"
 #include "ops/op_support.hpp"
+#include "ops/stacked_rows.hpp"
 #include "support/assert.hpp"
 
 namespace ndgc::autograd::detail {
@@ -336,6 +337,20 @@ Shape with_matrix(Shape batch, std::int64_t rows, std::int64_t cols) {
   return batch;
 }
 
+// A 2-D B shared by every batch of a (broadcast to the batch) and g: dB is
+// the one product of their stacked rows, aᵀ g (Note [Stacked rows] in
+// ops/stacked_rows.hpp). False where the rows do not stack.
+bool shared_weight_gradient(Rule& r, const TensorView& a, const TensorView& g) {
+  const std::optional<TensorView> as = ops::stacked_rows(a), gs = ops::stacked_rows(g);
+  if (!as || !gs) return false;
+  if (add_product_to_leaf(r, 1, swap_last(*as), *gs)) return true;
+  const std::int64_t k = as->shape[1], n = gs->shape[1];
+  Scratch t(Shape{k, n}, as->dtype, r.device());
+  if (t.shape().size() > 0) t.engine().matmul(swap_last(*as), *gs, t.view());
+  r.out[1] = std::move(t);
+  return true;
+}
+
 // d/dA (A B) = G Bᵀ, d/dB (A B) = Aᵀ G, batch axes summed back to each operand's.
 void matmul_rule(Rule& r) {
   Pinned pa = r.input(0), pb = r.input(1);
@@ -350,13 +365,15 @@ void matmul_rule(Rule& r) {
     Scratch t(with_matrix(batch, m, k), a.dtype, d);
     if (t.shape().size() > 0) {
       const TensorView bt = swap_last(b);
-      t.engine().matmul(g, bview(bt, with_matrix(batch, n, k)), t.view());
+      ops::batched_matmul(t.engine(), g, bview(bt, with_matrix(batch, n, k)), t.view());
     }
     t = sum_to(std::move(t), shape_of(a));
     t.reshape(pa->shape);
     r.out[0] = std::move(t);
   }
-  if (r.needs(1) && !(plain && pb->shape.rank() == 2 && add_product_to_leaf(r, 1, swap_last(a), g))) {
+  const bool matrix_b = pb->shape.rank() == 2;
+  if (r.needs(1) && !(plain && matrix_b && add_product_to_leaf(r, 1, swap_last(a), g)) &&
+      !(!plain && matrix_b && shared_weight_gradient(r, bview(a, with_matrix(batch, m, k)), g))) {
     Scratch t(with_matrix(batch, k, n), b.dtype, d);
     if (t.shape().size() > 0) {
       const TensorView at = swap_last(a);

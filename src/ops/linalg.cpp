@@ -1,5 +1,6 @@
 // matmul: 2-D products, NumPy's rules for 1-D operands, batched products
-// with broadcast batch axes.
+// with broadcast batch axes (one product where every batch shares the right
+// operand: Note [Stacked rows] in stacked_rows.hpp).
 #include <fmt/format.h>
 
 #include "ndgc/error.hpp"
@@ -7,6 +8,7 @@
 #include "ops/autocast.hpp"
 #include "ops/op_support.hpp"
 #include "ops/record.hpp"
+#include "ops/stacked_rows.hpp"
 #include "support/assert.hpp"
 
 namespace ndgc {
@@ -76,7 +78,7 @@ NDArray matmul(const NDArray& x, const NDArray& y, Site site) {
   full.push_back(m);
   full.push_back(n);
   auto out = new_output(full, a->dtype, a->device, site, "matmul");
-  engine(a->device).matmul(broadcast_batch(va, *batch), broadcast_batch(vb, *batch), view_of(*out));
+  batched_matmul(engine(a->device), broadcast_batch(va, *batch), broadcast_batch(vb, *batch), view_of(*out));
   // NumPy: a vector operand's added axis is removed from the result.
   Shape result_shape = *batch;
   if (a->shape.rank() > 1) result_shape.push_back(m);

@@ -129,7 +129,8 @@ TEST_CASE("gradcheck: matmul") {
       {{3}, {3, 4}},             // vector on the left
       {{2, 3}, {3}},             // vector on the right
       {{3}, {3}},                // dot product
-      {{2, 3, 4}, {4, 5}},       // batched, broadcast right operand
+      {{2, 3, 4}, {4, 5}},       // batched, broadcast right operand (Note [Stacked rows])
+      {{4, 1, 3}, {3, 5}},       // one row a batch, broadcast right operand
       {{4, 5}, {2, 5, 3}},       // broadcast left operand
       {{2, 3, 4}, {2, 4, 5}},    // batched both
       {{2, 1, 3, 4}, {3, 4, 2}}  // broadcast batch axes
@@ -143,6 +144,8 @@ TEST_CASE("gradcheck: matmul") {
   }
   // Transposed (strided) operands.
   check({{3, 2}, {4, 3}}, [](const Inputs& x) { return x[0].transpose().matmul(x[1].transpose()); });
+  // Batches whose rows do not stack, by a shared matrix.
+  check({{3, 2, 4}, {4, 5}}, [](const Inputs& x) { return x[0].permute({1, 0, 2}).matmul(x[1]); });
 }
 
 TEST_CASE("gradcheck: linear, fused and composed") {
