@@ -355,8 +355,10 @@ class NDArray {
 NDArray matmul(const NDArray& a, const NDArray& b, Site site = Site::current());
 // A fully connected layer's product: x.matmul(weight).add(bias), computed as
 // one op (the broadcast bias written first, the product accumulated onto it)
-// when x and weight are matrices and bias is [units]; other shapes compose
-// the two ops. Same result, errors and gradients as the composition.
+// when x is [..., k] with rows laid out one after another (a contiguous
+// array, or any view whose batch axes step over whole rows), weight a
+// matrix [k, units] and bias [units]; other shapes compose the two ops.
+// Same result, errors and gradients as the composition.
 NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Site site = Site::current());
 // A classifier's loss: the mean over rows of -log softmax(logits)[label],
 // logits [..., classes], labels one class index per row (any numeric dtype).

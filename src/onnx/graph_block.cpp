@@ -279,7 +279,7 @@ void GraphBlock::plan_steps() {
   if (!refused.empty())
     throw InvalidArgument(fmt::format("onnx::load: {}: {} node(s) this build cannot run (opset {}):\n{}", label_,
                                       refused.size(), opset_, fmt::join(refused, "\n")));
-  fuse_layer_norms(types, constants);
+  fuse(types, constants);
 }
 
 // ---- materializing ------------------------------------------------------------------

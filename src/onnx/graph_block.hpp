@@ -93,8 +93,11 @@ class GraphBlock : public nn::Block {
   };
   std::string plan_subgraphs(Step& step, const std::unordered_map<std::string, TypeInfo>& types,
                              const std::vector<bool>& defined);
-  // Note [Fused layer norms] (graph_fusion.cpp).
+  // Note [Fused layer norms] and Note [Fused projections] (graph_fusion.cpp).
+  class Fusion;
+  void fuse(const std::unordered_map<std::string, TypeInfo>& types, const Constants& constants);
   void fuse_layer_norms(const std::unordered_map<std::string, TypeInfo>& types, const Constants& constants);
+  void fuse_projections(const std::unordered_map<std::string, TypeInfo>& types);
   void plan_values();
   void plan_static_shapes(const std::unordered_map<std::string, TypeInfo>& types);
   void plan_steps();

@@ -17,6 +17,21 @@
 // another order (within ONNX's tolerances: the conformance cases and the
 // TransformerEncoder's outputs and gradients against PyTorch's check it).
 // ONNX Runtime fuses the same chain (its LayerNormFusion).
+//
+// Note [Fused projections]
+// A linear layer over a sequence, x [T, N, d] × W [d, e] + b [e], has no
+// ONNX op of its own (Gemm takes matrices only), so exporters write it as
+// MatMul then Add: two passes over the output and two recorded ops. Where
+// the MatMul's result is read by that Add alone, W has rank 2 and b is one
+// axis of W's width, one step runs ndgc's linear instead (Note [Fused
+// linear] in ops/linalg.cpp): the bias written first and the product
+// accumulated onto it, one op with its own gradient. linear composes
+// matmul and add itself where its fused path does not serve (a vector x,
+// rows that do not stack), so the step computes what the two nodes did,
+// rounded in another order where it fuses. x's rank need not be known at
+// load: shape inference often loses it behind a dynamic Reshape. ONNX Runtime fuses the same pair (its
+// MatMulAddFusion).
+#include <algorithm>
 #include <cstring>
 
 #include "onnx/graph_block.hpp"
@@ -48,37 +63,105 @@ std::optional<double> constant_scalar(const Constants& constants, const std::str
   return std::nullopt;
 }
 
+// The dimensions of `name`, when inference found them (-1: unknown).
+const std::vector<std::int64_t>* dims_of(const std::unordered_map<std::string, TypeInfo>& types,
+                                         const std::string& name) {
+  auto it = types.find(name);
+  return it == types.end() || !it->second.dims ? nullptr : &*it->second.dims;
+}
+
 // The rank of `name`, when inference found it.
 std::optional<std::size_t> rank_of(const std::unordered_map<std::string, TypeInfo>& types, const std::string& name) {
-  auto it = types.find(name);
-  if (it == types.end() || !it->second.dims) return std::nullopt;
-  return it->second.dims->size();
+  const std::vector<std::int64_t>* dims = dims_of(types, name);
+  return dims ? std::optional<std::size_t>(dims->size()) : std::nullopt;
 }
 
 }  // namespace
 
+// Who makes and who reads each value of the planned steps, and the chains a
+// pass replaces by one step each; apply() rebuilds the steps.
+class GraphBlock::Fusion {
+ public:
+  explicit Fusion(GraphBlock& graph) : graph_(graph), removed_(graph.steps_.size(), false) {
+    const std::vector<Step>& steps = graph.steps_;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      for (const auto& out : steps[k].node.proto().output()) producer_[out] = k;
+      for (const auto& in : steps[k].node.proto().input()) ++readers_[in];
+      for (const Subgraph& sub : steps[k].subgraphs)  // a subgraph's reads count too
+        for (std::size_t i : sub.captured) ++readers_[graph.slot_names_[std::size_t(steps[k].inputs[i])]];
+    }
+    for (const auto& v : graph.model_.graph().output()) readers_[v.name()] += 2;  // never an intermediate
+  }
+
+  // The step making `value` if it is `op_type`, read `uses` times, not yet fused; else null.
+  const Step* made_by(const std::string& value, const char* op_type, std::size_t uses) {
+    auto it = producer_.find(value);
+    if (it == producer_.end() || readers_[value] != uses || removed_[it->second]) return nullptr;
+    const Step& s = graph_.steps_[it->second];
+    return s.node.op_type() == op_type && s.subgraphs.empty() ? &s : nullptr;
+  }
+  // The step making `value`, if one does.
+  const Step* producer(const std::string& value) const {
+    auto it = producer_.find(value);
+    return it == producer_.end() ? nullptr : &graph_.steps_[it->second];
+  }
+  static const std::string& in(const Step* s, int k) { return s->node.proto().input(k); }
+
+  // A node for `op_type` in the graph's keeping, named after `last`, writing last's output.
+  ::onnx::NodeProto& node(const char* op_type, const Step& last, const char* suffix) {
+    ::onnx::NodeProto& node = graph_.fused_nodes_.emplace_back();
+    node.set_op_type(op_type);
+    const std::string& name = last.node.proto().name();
+    node.set_name(name.empty() ? suffix : name + "/" + suffix);
+    node.add_output(last.node.proto().output(0));
+    return node;
+  }
+  // One step running `kernel` on `node` in place of `chain`, whose last step is `last`.
+  void replace(std::initializer_list<const Step*> chain, const Step& last, const Kernel* kernel,
+               const ::onnx::NodeProto& node) {
+    const std::size_t k = std::size_t(&last - graph_.steps_.data());
+    Node fused_node(node);
+    fused_node.set_index(int(k));
+    Step step{kernel, fused_node, {}, {graph_.slot(node.output(0))}, {}, {}, {}};
+    for (const auto& name : node.input()) step.inputs.push_back(graph_.slot(name));
+    for (const Step* s : chain) removed_[std::size_t(s - graph_.steps_.data())] = true;
+    fused_.emplace_back(k, std::move(step));
+  }
+  bool removed(const Step& s) const { return removed_[std::size_t(&s - graph_.steps_.data())]; }
+
+  // The steps with each chain replaced, in the order of their last steps.
+  void apply() {
+    if (fused_.empty()) return;
+    std::sort(fused_.begin(), fused_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Step> kept;
+    std::size_t next = 0;
+    for (std::size_t k = 0; k < graph_.steps_.size(); ++k) {
+      if (next < fused_.size() && fused_[next].first == k) kept.push_back(std::move(fused_[next++].second));
+      else if (!removed_[k]) kept.push_back(std::move(graph_.steps_[k]));
+    }
+    graph_.steps_ = std::move(kept);
+  }
+
+ private:
+  GraphBlock& graph_;
+  std::unordered_map<std::string, std::size_t> producer_, readers_;
+  std::vector<bool> removed_;
+  std::vector<std::pair<std::size_t, Step>> fused_;  // by the index of the chain's last step
+};
+
+void GraphBlock::fuse(const std::unordered_map<std::string, TypeInfo>& types, const Constants& constants) {
+  fuse_layer_norms(types, constants);
+  fuse_projections(types);
+}
+
 void GraphBlock::fuse_layer_norms(const std::unordered_map<std::string, TypeInfo>& types,
                                   const Constants& constants) {
-  std::unordered_map<std::string, std::size_t> producer, readers;
-  for (std::size_t k = 0; k < steps_.size(); ++k) {
-    for (const auto& out : steps_[k].node.proto().output()) producer[out] = k;
-    for (const auto& in : steps_[k].node.proto().input()) ++readers[in];
-    for (const Subgraph& sub : steps_[k].subgraphs)  // a subgraph's reads count too
-      for (std::size_t i : sub.captured) ++readers[slot_names_[std::size_t(steps_[k].inputs[i])]];
-  }
-  for (const auto& v : model_.graph().output()) readers[v.name()] += 2;  // never an intermediate
-  // The step making `value` if it is `op_type`, read `uses` times; else null.
-  auto made_by = [&](const std::string& value, const char* op_type, std::size_t uses) -> const Step* {
-    auto it = producer.find(value);
-    if (it == producer.end() || readers[value] != uses) return nullptr;
-    const Step& s = steps_[it->second];
-    return s.node.op_type() == op_type && s.subgraphs.empty() ? &s : nullptr;
-  };
-  auto in = [](const Step* s, int k) -> const std::string& { return s->node.proto().input(k); };
+  Fusion f(*this);
+  auto in = &Fusion::in;
   // A Constant node's scalar: never a parameter (an initializer may train, and fusing would drop its gradient).
   auto fixed_scalar = [&](const std::string& value) -> std::optional<double> {
-    auto it = producer.find(value);
-    if (it == producer.end() || steps_[it->second].node.op_type() != "Constant") return std::nullopt;
+    const Step* s = f.producer(value);
+    if (!s || s->node.op_type() != "Constant") return std::nullopt;
     return constant_scalar(constants, value);
   };
   auto last_axis_mean = [&](const Step* s, std::optional<std::size_t> rank) {
@@ -86,30 +169,27 @@ void GraphBlock::fuse_layer_norms(const std::unordered_map<std::string, TypeInfo
     return s->node.i("keepdims", 1) == 1 && axes.size() == 1 && s->node.input_count() == 1 &&
            (axes[0] == -1 || (rank && axes[0] == std::int64_t(*rank) - 1));
   };
-  std::vector<bool> removed(steps_.size(), false);
-  std::vector<std::pair<std::size_t, Step>> fused;  // by the index of the chain's last step
-  for (std::size_t k = 0; k < steps_.size(); ++k) {
-    const Step& add = steps_[k];
+  for (const Step& add : steps_) {
     if (add.node.op_type() != "Add" || add.node.input_count() != 2) continue;
-    for (int a_at = 0; a_at < 2; ++a_at) {
-      const Step* mul = made_by(in(&add, a_at), "Mul", 1);
+    for (int a_at = 0; a_at < 2 && !f.removed(add); ++a_at) {
+      const Step* mul = f.made_by(in(&add, a_at), "Mul", 1);
       if (!mul) continue;
       const std::string& beta = in(&add, 1 - a_at);
       for (int n_at = 0; n_at < 2; ++n_at) {
-        const Step* div = made_by(in(mul, n_at), "Div", 1);
+        const Step* div = f.made_by(in(mul, n_at), "Div", 1);
         if (!div) continue;
         const std::string& gamma = in(mul, 1 - n_at);
-        const Step* sqrt = made_by(in(div, 1), "Sqrt", 1);
-        const Step* sub = made_by(in(div, 0), "Sub", 2);
+        const Step* sqrt = f.made_by(in(div, 1), "Sqrt", 1);
+        const Step* sub = f.made_by(in(div, 0), "Sub", 2);
         if (!sqrt || !sub) continue;
-        const Step* eps_add = made_by(in(sqrt, 0), "Add", 1);
+        const Step* eps_add = f.made_by(in(sqrt, 0), "Add", 1);
         if (!eps_add) continue;
         const int v_at = fixed_scalar(in(eps_add, 1)) ? 0 : 1;
         const std::optional<double> eps = fixed_scalar(in(eps_add, 1 - v_at));
-        const Step* var = made_by(in(eps_add, v_at), "ReduceMean", 1);
+        const Step* var = f.made_by(in(eps_add, v_at), "ReduceMean", 1);
         if (!eps || !var) continue;
-        const Step* pow = made_by(in(var, 0), "Pow", 1);
-        const Step* mean = made_by(in(sub, 1), "ReduceMean", 1);
+        const Step* pow = f.made_by(in(var, 0), "Pow", 1);
+        const Step* mean = f.made_by(in(sub, 1), "ReduceMean", 1);
         if (!pow || !mean || in(pow, 0) != in(div, 0) || fixed_scalar(in(pow, 1)) != 2.0) continue;
         const std::string& x = in(sub, 0);
         if (in(mean, 0) != x) continue;
@@ -119,35 +199,37 @@ void GraphBlock::fuse_layer_norms(const std::unordered_map<std::string, TypeInfo
         if (rank_of(types, gamma) != 1u || rank_of(types, beta) != 1u || !last_axis_mean(mean, rank) ||
             !last_axis_mean(var, rank))
           continue;
-        ::onnx::NodeProto& node = fused_nodes_.emplace_back();
-        node.set_op_type("LayerNormalization");
-        node.set_name(add.node.proto().name().empty() ? "layer_norm" : add.node.proto().name() + "/layer_norm");
+        ::onnx::NodeProto& node = f.node("LayerNormalization", add, "layer_norm");
         for (const std::string* name : {&x, &gamma, &beta}) node.add_input(*name);
-        node.add_output(add.node.proto().output(0));
         auto* axis = node.add_attribute();
         axis->set_name("axis"), axis->set_type(::onnx::AttributeProto::INT), axis->set_i(-1);
         auto* epsilon = node.add_attribute();
         epsilon->set_name("epsilon"), epsilon->set_type(::onnx::AttributeProto::FLOAT), epsilon->set_f(float(*eps));
-        Node fused_node(node);
-        fused_node.set_index(int(k));
-        Step step{find_kernel("LayerNormalization"), fused_node, {slot(x), slot(gamma), slot(beta)},
-                  {slot(add.node.proto().output(0))}, {}, {}, {}};
-        for (const Step* s : {mean, sub, pow, var, eps_add, sqrt, div, mul, &add})
-          removed[std::size_t(s - steps_.data())] = true;
-        fused.emplace_back(k, std::move(step));
+        f.replace({mean, sub, pow, var, eps_add, sqrt, div, mul, &add}, add, find_kernel("LayerNormalization"), node);
         break;
       }
-      if (removed[k]) break;
     }
   }
-  if (fused.empty()) return;
-  std::vector<Step> kept;
-  std::size_t next = 0;
-  for (std::size_t k = 0; k < steps_.size(); ++k) {
-    if (next < fused.size() && fused[next].first == k) kept.push_back(std::move(fused[next++].second));
-    else if (!removed[k]) kept.push_back(std::move(steps_[k]));
+  f.apply();
+}
+
+void GraphBlock::fuse_projections(const std::unordered_map<std::string, TypeInfo>& types) {
+  Fusion f(*this);
+  for (const Step& add : steps_) {
+    if (add.node.op_type() != "Add" || add.node.input_count() != 2) continue;
+    for (int m_at = 0; m_at < 2 && !f.removed(add); ++m_at) {
+      const Step* matmul = f.made_by(Fusion::in(&add, m_at), "MatMul", 1);
+      if (!matmul) continue;
+      const std::string &x = Fusion::in(matmul, 0), &w = Fusion::in(matmul, 1), &b = Fusion::in(&add, 1 - m_at);
+      // x of any rank: linear composes matmul and add for a vector, as the two nodes do.
+      const std::vector<std::int64_t>*wd = dims_of(types, w), *bd = dims_of(types, b);
+      if (!wd || !bd || wd->size() != 2 || bd->size() != 1 || (*wd)[1] < 0 || (*bd)[0] != (*wd)[1]) continue;
+      ::onnx::NodeProto& node = f.node(kMatMulAdd, add, "linear");
+      for (const std::string* name : {&x, &w, &b}) node.add_input(*name);
+      f.replace({matmul, &add}, add, &matmul_add_kernel(), node);
+    }
   }
-  steps_ = std::move(kept);
+  f.apply();
 }
 
 }  // namespace ndgc::onnx::detail

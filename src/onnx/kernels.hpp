@@ -100,6 +100,11 @@ std::vector<const char*> subgraph_attributes(const std::string& op_type);
 
 // The kernel of a default-domain op type, or null.
 const Kernel* find_kernel(const std::string& op_type);
+// The step fusion puts in place of MatMul then Add of a bias (Note [Fused
+// projections] in graph_fusion.cpp): ndgc's linear of its three inputs. Not
+// an ONNX op type, so not in the table; kMatMulAdd is its nodes' op type.
+inline constexpr const char* kMatMulAdd = "MatMul+Add";
+const Kernel& matmul_add_kernel();
 std::vector<std::string> kernel_names();  // sorted
 
 // Each family adds its kernels (kernels_*.cpp).

@@ -1,5 +1,6 @@
-// Neural-network kernels: MatMul, Gemm, Conv, the pools, BatchNormalization,
-// LayerNormalization, Dropout, Softmax and LogSoftmax, on ndgc's layer ops.
+// Neural-network kernels: MatMul (and MatMul+Add, fused by graph_fusion.cpp),
+// Gemm, Conv, the pools, BatchNormalization, LayerNormalization, Dropout,
+// Softmax and LogSoftmax, on ndgc's layer ops.
 // A 1-D convolution or pool runs as the 2-D op on a height-1 image, a 3-D
 // one as 2-D ops on slices of depth (Note [Volumes as slices of depth]).
 #include <limits>
@@ -408,6 +409,11 @@ void run_softmax(RunContext& c) {
 }
 
 }  // namespace
+
+const Kernel& matmul_add_kernel() {
+  static const Kernel kernel{[](RunContext& c) { c.outputs.push_back(linear(c.in(0), c.in(1), c.in(2))); }};
+  return kernel;
+}
 
 void add_nn_kernels(KernelTable& t) {
   t.add("MatMul", {[](RunContext& c) { c.outputs.push_back(c.in(0).matmul(c.in(1))); }, floats_only});

@@ -96,8 +96,11 @@ NDArray NDArray::matmul(const NDArray& other, Site site) const { return ndgc::ma
 // broadcast into the output first and the engine accumulates the product
 // onto it (matmul_add, out += x × W), so the bias costs one write pass over
 // the output instead of a read-add-write pass, and the step records one
-// tape node and one output array instead of two. Anything the fused path
-// does not serve (vectors, batch axes, a bias of another shape, an engine
+// tape node and one output array instead of two. x may have batch axes,
+// x [..., k] → [..., n], where its rows stack into one matrix (Note
+// [Stacked rows] in stacked_rows.hpp): a sequence's projections, as ONNX
+// exporters write them. Anything the fused path does not serve (vectors,
+// batch axes whose rows do not stack, a bias of another shape, an engine
 // without matmul_add for these views) is the composition itself, so the
 // errors and results are matmul's and add's.
 NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Site site) {
@@ -106,29 +109,35 @@ NDArray linear(const NDArray& x, const NDArray& weight, const NDArray& bias, Sit
   detail::enter();
   {
     Pinned a(x, "linear"), w(weight, "linear"), b(bias, "linear");
-    const bool fusable = a->shape.rank() == 2 && w->shape.rank() == 2 && b->shape.rank() == 1 &&
-                         a->shape[1] == w->shape[0] && b->shape[0] == w->shape[1] && a->dtype == w->dtype &&
-                         a->dtype == b->dtype && is_floating(a->dtype) && a->device == w->device &&
-                         a->device == b->device;
-    if (fusable) {
-      const Shape shape{a->shape[0], w->shape[1]};
+    const int r = a->shape.rank();
+    const bool fusable = r >= 2 && w->shape.rank() == 2 && b->shape.rank() == 1 && a->shape[r - 1] == w->shape[0] &&
+                         b->shape[0] == w->shape[1] && a->dtype == w->dtype && a->dtype == b->dtype &&
+                         is_floating(a->dtype) && a->device == w->device && a->device == b->device;
+    const std::optional<TensorView> va = fusable ? stacked_rows(view_of(*a)) : std::nullopt;
+    if (va) {
+      const std::int64_t rows = va->shape[0], n = w->shape[1];
+      Shape shape = a->shape;
+      shape[r - 1] = n;
       auto out = new_output(shape, a->dtype, a->device, site, "linear");
-      const TensorView o = view_of(*out);
-      TensorView bias_rows = view_of(*b);  // [n] as [m, n], stride 0 down the rows
+      TensorView o = view_of(*out);  // [..., n] as [rows, n]
+      o.rank = 2;
+      o.shape[0] = rows, o.strides[0] = n;
+      o.shape[1] = n, o.strides[1] = 1;
+      TensorView bias_rows = view_of(*b);  // [n] as [rows, n], stride 0 down the rows
       bias_rows.rank = 2;
       bias_rows.shape[1] = bias_rows.shape[0], bias_rows.strides[1] = bias_rows.strides[0];
-      bias_rows.shape[0] = shape[0], bias_rows.strides[0] = 0;
+      bias_rows.shape[0] = rows, bias_rows.strides[0] = 0;
       Engine& e = engine(a->device);
-      const TensorView va = view_of(*a), vw = view_of(*w);
-      if (e.has_matmul_add(va, vw, o)) {
+      const TensorView vw = view_of(*w);
+      if (e.has_matmul_add(*va, vw, o)) {
         e.copy(bias_rows, o);
-        const bool added = e.matmul_add(va, vw, o);
+        const bool added = e.matmul_add(*va, vw, o);
         NDGC_ASSERT(added, "linear: matmul_add declined views that has_matmul_add accepted");
       } else {
         // The product, then the bias, in the one output: the two roundings
         // of matmul(x, w).add(b), without its intermediate array (a 16-bit
         // step's input projection stays one array, not two).
-        e.matmul(va, vw, o);
+        e.matmul(*va, vw, o);
         e.binary(Binary::add, o, bias_rows, o);
       }
       NDArray result = publish_like(std::move(out), *a, "linear");

@@ -154,8 +154,11 @@ TEST_CASE("gradcheck: linear, fused and composed") {
   // Fused over strided operands: a transposed input and weight.
   check({{3, 5}, {4, 3}, {4}},
         [](const Inputs& x) { return linear(x[0].transpose(), x[1].transpose(), x[2]); });
-  // Composed: a batch axis, a vector input, a [1, units] bias.
+  // Fused over batch axes whose rows stack: a sequence, one row a batch (Note [Stacked rows]).
   check({{2, 5, 3}, {3, 4}, {4}}, [](const Inputs& x) { return linear(x[0], x[1], x[2]); });
+  check({{6, 1, 3}, {3, 4}, {4}}, [](const Inputs& x) { return linear(x[0], x[1], x[2]); });
+  // Composed: batch axes that do not stack, a vector input, a [1, units] bias.
+  check({{5, 2, 3}, {3, 4}, {4}}, [](const Inputs& x) { return linear(x[0].permute({1, 0, 2}), x[1], x[2]); });
   check({{3}, {3, 4}, {4}}, [](const Inputs& x) { return linear(x[0], x[1], x[2]); });
   check({{5, 3}, {3, 4}, {1, 4}}, [](const Inputs& x) { return linear(x[0], x[1], x[2]); });
 }

@@ -1,5 +1,6 @@
-// GraphBlock: constants folded at load, intermediates released at their last
-// use, and forward on several threads at once.
+// GraphBlock: constants folded at load, chains fused (layer norms, MatMul
+// then Add), intermediates released at their last use, and forward on
+// several threads at once.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -113,6 +114,64 @@ TEST_CASE("GraphBlock: PyTorch's nine-node LayerNorm runs as one layer_norm, wit
   REQUIRE(got.size() == want.size());
   for (std::size_t k = 0; k < want.size(); ++k)
     for (std::size_t i = 0; i < want[k].size(); ++i) CHECK(got[k][i] == doctest::Approx(want[k][i]).epsilon(1e-4));
+}
+
+namespace {
+
+// A linear layer over a sequence as exporters write it: MatMul then Add of
+// the bias, x [-1, 3, 4] → y [-1, 3, 5]; `tap` ("" for none) also a graph
+// output, the bias `bias_width` wide, added on the left when `bias_first`.
+GraphBuilder projection(const std::string& tap, std::int64_t bias_width, bool bias_first) {
+  GraphBuilder g;
+  g.input("x", {-1, 3, 4}).output("y", {-1, 3, 5});
+  if (!tap.empty()) g.output(tap, {-1, 3, 5});
+  std::vector<float> w(20), b(static_cast<std::size_t>(bias_width));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::cos(float(i) * 0.7f);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * float(i) - 0.5f;
+  g.floats("w", {4, 5}, w).floats("b", {bias_width}, b);
+  g.node("MatMul", {"x", "w"}, {"xw"}, "proj");
+  if (bias_first) g.node("Add", {"b", "xw"}, {"y"}, "bias");
+  else g.node("Add", {"xw", "b"}, {"y"}, "bias");
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("GraphBlock: MatMul then Add of a bias runs as one linear, with the pair's values and gradients") {
+  test::TempFolder dir("projection");
+  onnx::Imported fused = onnx::load(projection("", 5, false).write(dir / "fused.onnx"), "fused");
+  onnx::Imported left = onnx::load(projection("", 5, true).write(dir / "left.onnx"), "left");
+  onnx::Imported tapped = onnx::load(projection("xw", 5, false).write(dir / "tapped.onnx"), "tapped");
+  onnx::Imported narrow = onnx::load(projection("", 1, false).write(dir / "narrow.onnx"), "narrow");
+  CHECK(graph_of(fused).step_count() == 1);
+  CHECK(graph_of(left).step_count() == 1);
+  CHECK(graph_of(tapped).step_count() == 2);  // the product is a graph output too: not fused
+  CHECK(graph_of(narrow).step_count() == 2);  // a bias broadcast from one element is not linear's: not fused
+  NDManager batch = NDManager::new_base_manager("batch");
+  std::vector<float> v(24);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i) * 1.3f) * 3;
+  auto run = [&](onnx::Imported& net) {
+    NDArray x = batch.create<float>(v, Shape{2, 3, 4});
+    x.set_requires_gradient(true);
+    std::vector<std::vector<float>> r;
+    {
+      GradientCollector collector;
+      NDArray y = net.model.block().forward(NDList{x}, true).head();
+      CHECK(y.shape() == Shape{2, 3, 5});
+      collector.backward(y.mul(y).sum());
+      r.push_back(y.to_vector<float>());
+    }
+    r.push_back(x.gradient().to_vector<float>());
+    for (auto& [name, p] : net.model.parameters()) r.push_back(p->array().gradient().to_vector<float>());
+    return r;
+  };
+  const auto want = run(tapped);
+  for (onnx::Imported* net : {&fused, &left}) {
+    const auto got = run(*net);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t k = 0; k < want.size(); ++k)
+      for (std::size_t i = 0; i < want[k].size(); ++i) CHECK(got[k][i] == doctest::Approx(want[k][i]).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("GraphBlock: with auto-close on, a forward pass's peak is its live set, not the sum of its intermediates") {

@@ -46,13 +46,21 @@ TEST_CASE("linear equals matmul then add on every layout the fused path serves")
     check_close(linear(x, w, bb), x.matmul(w).add(bb), tol);
     NDArray x0 = m.zeros({4, 0}, dt), w0 = m.zeros({0, 3}, dt);
     check_close(linear(x0, w0, b), m.zeros({4, 3}, dt).add(b), 0);
+    // Batch axes whose rows stack (Note [Stacked rows]): a sequence [T, N, k], one row a batch, a view of rows.
+    NDArray seq = linear_input(m, {4, 2, 5}, dt, 13), one_row = linear_input(m, {6, 1, 5}, dt, 14);
+    check_close(linear(seq, w, b), seq.matmul(w).add(b), tol);
+    check_close(linear(one_row, w, b), one_row.matmul(w).add(b), tol);
+    NDArray rows_view = linear_input(m, {4, 4, 5}, dt, 15).get(":, 1:3");
+    check_close(linear(rows_view, w, b), rows_view.matmul(w).add(b), tol);
+    check_close(linear(m.zeros({0, 2, 5}, dt), w, b), m.zeros({0, 2, 3}, dt), 0);
   }
 }
 
 TEST_CASE("linear composes the ops where the fused path does not apply, with the same results") {
   NDManager m = fresh();
   NDArray w = linear_input(m, {4, 3}, DataType::float32, 7), b = linear_input(m, {3}, DataType::float32, 8);
-  NDArray batched = linear_input(m, {2, 5, 4}, DataType::float32, 9);
+  // Batches whose rows do not stack: x [2, 5, 4] seen through a permutation of [5, 2, 4].
+  NDArray batched = linear_input(m, {5, 2, 4}, DataType::float32, 9).permute({1, 0, 2});
   check_close(linear(batched, w, b), batched.matmul(w).add(b), 0);
   NDArray vec = linear_input(m, {4}, DataType::float32, 10);
   check_close(linear(vec, w, b), vec.matmul(w).add(b), 0);
@@ -79,6 +87,10 @@ TEST_CASE("linear's fused path makes one array, the composition two") {
   check_values(y, {4, 4, 4, 4, 4, 4, 4, 4});
   NDArray z = x.matmul(w).add(b);
   CHECK(m.array_count() == before + 3);
+  NDArray seq = m.ones({5, 4, 3});  // batch axes that stack: fused too
+  NDArray ys = linear(seq, w, b);
+  CHECK(m.array_count() == before + 5);
+  CHECK(ys.shape() == Shape{5, 4, 2});
 }
 
 TEST_CASE("linear's errors are matmul's and add's, naming the shapes") {
