@@ -29,13 +29,13 @@
 // matmul and add itself where its fused path does not serve (a vector x,
 // rows that do not stack), so the step computes what the two nodes did,
 // rounded in another order where it fuses. x's rank need not be known at
-// load: shape inference often loses it behind a dynamic Reshape. ONNX Runtime fuses the same pair (its
-// MatMulAddFusion).
-#include <algorithm>
+// load: shape inference often loses it behind a dynamic Reshape. ONNX
+// Runtime fuses the same pair (its MatMulAddFusion).
 #include <cstring>
 
 #include "onnx/graph_block.hpp"
 #include "onnx/tensors.hpp"
+#include "support/assert.hpp"
 
 namespace ndgc::onnx::detail {
 namespace {
@@ -125,14 +125,14 @@ class GraphBlock::Fusion {
     Step step{kernel, fused_node, {}, {graph_.slot(node.output(0))}, {}, {}, {}};
     for (const auto& name : node.input()) step.inputs.push_back(graph_.slot(name));
     for (const Step* s : chain) removed_[std::size_t(s - graph_.steps_.data())] = true;
+    NDGC_ASSERT(fused_.empty() || fused_.back().first < k, "Fusion::replace: chains out of step order");
     fused_.emplace_back(k, std::move(step));
   }
   bool removed(const Step& s) const { return removed_[std::size_t(&s - graph_.steps_.data())]; }
 
-  // The steps with each chain replaced, in the order of their last steps.
+  // The steps with each chain replaced, at the place of its last step.
   void apply() {
     if (fused_.empty()) return;
-    std::sort(fused_.begin(), fused_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<Step> kept;
     std::size_t next = 0;
     for (std::size_t k = 0; k < graph_.steps_.size(); ++k) {
@@ -146,7 +146,7 @@ class GraphBlock::Fusion {
   GraphBlock& graph_;
   std::unordered_map<std::string, std::size_t> producer_, readers_;
   std::vector<bool> removed_;
-  std::vector<std::pair<std::size_t, Step>> fused_;  // by the index of the chain's last step
+  std::vector<std::pair<std::size_t, Step>> fused_;  // by the index of the chain's last step, ascending
 };
 
 void GraphBlock::fuse(const std::unordered_map<std::string, TypeInfo>& types, const Constants& constants) {
