@@ -164,6 +164,25 @@ TEST_CASE("GraphBlock: MatMul then Add of a bias runs as one linear, with the pa
   check_close(pass_and_gradients(left, {"w", "b"}), want, 1e-5);
 }
 
+TEST_CASE("GraphBlock: a fused MatMul+Add given x of the wrong width fails as MatMul would, leaving nothing") {
+  test::TempFolder dir("projection_error");
+  GraphBuilder g = projection("", 5, false);
+  g.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)
+      ->set_dim_param("width");  // x [-1, 3, width]: checked only by the product
+  onnx::Imported net = onnx::load(g.write(dir / "dynamic.onnx"), "dynamic");
+  REQUIRE(graph_of(net).step_count() == 1);
+  NDManager batch = NDManager::new_base_manager("batch");
+  NDArray x = batch.ones({2, 3, 6});
+  const std::size_t before = batch.array_count();
+  gc::enable();  // what the failed pass made, no handle reaches: auto-close closes it
+  CHECK_THROWS_WITH_AS(net.model.block().forward(NDList{x}, false), doctest::Contains("inner dimensions 6 and 4"),
+                       ShapeMismatch);
+  gc::poll();
+  gc::disable();
+  CHECK(batch.array_count() == before);
+  CHECK(batch.sub_managers().empty());
+}
+
 TEST_CASE("GraphBlock: with auto-close on, a forward pass's peak is its live set, not the sum of its intermediates") {
   test::TempFolder dir("peak");
   constexpr int kSteps = 32;
