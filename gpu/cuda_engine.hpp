@@ -53,6 +53,15 @@ class CudaEngine final : public ops::Engine {
   bool has_layer_kernels() const noexcept override { return true; }
   bool kernels_16() const noexcept override { return true; }
   bool batch_norm_16() const noexcept override { return true; }
+  // Convolutions through cuDNN where it serves the views (cudnn_conv.hpp), else false: im2col.
+  bool conv2d_direct(const ops::TensorView& x, const ops::TensorView& weight, const ops::TensorView* bias,
+                     const ops::Window2d& w, const ops::TensorView& y) override;
+  bool conv2d_backward_data_direct(const ops::TensorView& g, const ops::TensorView& weight, const ops::Window2d& w,
+                                   const ops::TensorView& dx) override;
+  bool conv2d_backward_weight_direct(const ops::TensorView& x, const ops::TensorView& g, const ops::Window2d& w,
+                                     const ops::TensorView& dweight) override;
+  bool has_conv2d_gradients() const noexcept override { return true; }
+  bool conv2d_16() const noexcept override { return true; }
   void im2col(const ops::TensorView& x, const ops::Window2d& w, const ops::TensorView& col) override;
   void col2im(const ops::TensorView& col, const ops::Window2d& w, const ops::TensorView& dx) override;
   void pool2d(bool max, const ops::TensorView& x, const ops::Window2d& w, const ops::TensorView& out) override;

@@ -1,4 +1,4 @@
-// The CUDA engine's layer entry points (issue 27): conv's im2col and col2im,
+// The CUDA engine's layer entry points (issue 27): conv through cuDNN (cudnn_conv.cpp) or im2col and col2im,
 // the pools, GELU, dropout, embedding, the normalisations and the LSTM cell,
 // forward and backward. The kernels are in conv_kernels.cu, layer_kernels.cu,
 // norm_kernels.cu and lstm_kernels.cu; this file does what the CPU engine's
@@ -19,6 +19,7 @@
 #include "cuda_check.hpp"
 #include "cuda_context.hpp"
 #include "cuda_engine.hpp"
+#include "cudnn_conv.hpp"
 #include "engine_support.hpp"
 #include "kernels.hpp"
 #include "ndgc/error.hpp"
@@ -120,6 +121,29 @@ void embed_backward(const TensorView& indices, const TensorView& g, const Tensor
 }
 
 }  // namespace
+
+bool CudaEngine::conv2d_direct(const TensorView& x, const TensorView& weight, const TensorView* bias,
+                               const Window2d& w, const TensorView& y) {
+  if (!cudnn_conv2d(x, weight, w, y)) return false;
+  if (bias) {  // broadcast over images and pixels, as conv2d adds it after im2col's product
+    TensorView b = *bias;
+    b.rank = 4;
+    const std::int64_t strides[4] = {0, bias->strides[0], 0, 0};
+    for (int i = 0; i < 4; ++i) b.shape[i] = y.shape[i], b.strides[i] = strides[i];
+    binary(ops::Binary::add, y, b, y);
+  }
+  return true;
+}
+
+bool CudaEngine::conv2d_backward_data_direct(const TensorView& g, const TensorView& weight, const Window2d& w,
+                                             const TensorView& dx) {
+  return cudnn_conv2d_backward_data(g, weight, w, dx);
+}
+
+bool CudaEngine::conv2d_backward_weight_direct(const TensorView& x, const TensorView& g, const Window2d& w,
+                                               const TensorView& dweight) {
+  return cudnn_conv2d_backward_weight(x, g, w, dweight);
+}
 
 void CudaEngine::im2col(const TensorView& x, const Window2d& w, const TensorView& col) {
   check_floating_16(x.dtype, "im2col");

@@ -21,7 +21,9 @@
 //     recording (the CPU engine's CpuEngine::serves_* say which optional
 //     kernels a recorded call takes). By default it has no layer kernels, so
 //     conv, the pools, the norms and the rest fail naming gpu(0);
-//     SimGpu(budget, SimGpu::Kernels::layers) gives it the CUDA engine's set.
+//     SimGpu(budget, SimGpu::Kernels::layers) gives it the CUDA engine's set,
+//     and engine().set_direct_conv({.on = true}) convolutions of its own, as
+//     the CUDA engine has cuDNN's (computed from the definition in float64).
 // Without a SimGpu nothing of this is registered and the library behaves as
 // it always does on a machine with no GPU.
 //
@@ -41,6 +43,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -309,6 +312,44 @@ class SimEngine final : public ops::Engine {
     return bytes && device_.holds(p, bytes) ? Device::gpu(0) : Device::cpu();
   }
 
+  // Convolutions of the engine's own, as the CUDA engine has them through
+  // cuDNN (Engine::conv2d_direct, conv2d_backward_*_direct), off by default:
+  // each computed from the definition in float64 (a reference independent of
+  // im2col), then stored in the output's dtype. `half`: they take 16-bit
+  // views too (Engine::conv2d_16); `accepts` false: each declines its views.
+  struct DirectConv {
+    bool on = false, half = false, accepts = true;
+  };
+  void set_direct_conv(DirectConv mode) noexcept { direct_ = mode; }
+  // Calls each direct convolution served: forward, gradient of x, of the weight.
+  std::uint64_t direct_forward_calls() const noexcept { return direct_calls_[0].load(); }
+  std::uint64_t direct_data_calls() const noexcept { return direct_calls_[1].load(); }
+  std::uint64_t direct_weight_calls() const noexcept { return direct_calls_[2].load(); }
+  bool conv2d_direct(const ops::TensorView& x, const ops::TensorView& weight, const ops::TensorView* bias,
+                     const ops::Window2d& w, const ops::TensorView& y) override {
+    if (!direct_serves({&x, &weight, &y}) || (bias && bias->dtype != y.dtype)) return false;
+    on_device("conv2d_direct", {&x, &weight, &y});
+    const ops::TensorView b = bias ? *bias : ops::TensorView{};
+    run([=, this] { reference_conv(0, x, weight, bias ? &b : nullptr, w, y); });
+    return true;
+  }
+  bool conv2d_backward_data_direct(const ops::TensorView& g, const ops::TensorView& weight, const ops::Window2d& w,
+                                   const ops::TensorView& dx) override {
+    if (!direct_serves({&g, &weight, &dx})) return false;
+    on_device("conv2d_backward_data_direct", {&g, &weight, &dx});
+    run([=, this] { reference_conv(1, dx, weight, nullptr, w, g); });
+    return true;
+  }
+  bool conv2d_backward_weight_direct(const ops::TensorView& x, const ops::TensorView& g, const ops::Window2d& w,
+                                     const ops::TensorView& dweight) override {
+    if (!direct_serves({&x, &g, &dweight})) return false;
+    on_device("conv2d_backward_weight_direct", {&x, &g, &dweight});
+    run([=, this] { reference_conv(2, x, dweight, nullptr, w, g); });
+    return true;
+  }
+  bool has_conv2d_gradients() const noexcept override { return direct_.on; }
+  bool conv2d_16() const noexcept override { return direct_.on && direct_.half; }
+
   // The layer kernels, as the CUDA engine has them, when made with them
   // (SimGpu::Kernels::layers); otherwise Engine's, which throw.
   bool has_layer_kernels() const noexcept override { return layers_; }
@@ -443,6 +484,64 @@ class SimEngine final : public ops::Engine {
   };
 
   bool capturing_here() const noexcept { return capturer_.load() == std::this_thread::get_id(); }
+  // Whether the direct convolutions take these views (one dtype, float32
+  // or float64, or 16-bit when `half`).
+  bool direct_serves(std::initializer_list<const ops::TensorView*> views) const noexcept {
+    const DataType t = (*views.begin())->dtype;
+    const bool dtype_ok = t == DataType::float32 || t == DataType::float64 ||
+                          (direct_.half && (t == DataType::float16 || t == DataType::bfloat16));
+    bool same = true;
+    for (const ops::TensorView* v : views) same = same && v->dtype == t;
+    return direct_.on && direct_.accepts && layers_ && dtype_ok && same;
+  }
+  // The views in float64, contiguous (any strides and dtype in).
+  static std::vector<double> wide(const ops::TensorView& v) {
+    std::vector<double> out(std::size_t(v.size()));
+    Shape shape;
+    for (int i = 0; i < v.rank; ++i) shape.push_back(v.shape[i]);
+    cpu().copy(v, ops::contiguous_view(out.data(), DataType::float64, shape));
+    return out;
+  }
+  // pass 0: y = conv(x, w) (+ bias); 1: x = the gradient of x from g = y and
+  // w; 2: w = the gradient of the weight from x and g = y. Sums in float64,
+  // stored once in the output's dtype.
+  void reference_conv(int pass, const ops::TensorView& x, const ops::TensorView& wt, const ops::TensorView* bias,
+                      const ops::Window2d& w, const ops::TensorView& y) {
+    direct_calls_[std::size_t(pass)].fetch_add(1);
+    const std::vector<double> xv = pass == 1 ? std::vector<double>(std::size_t(x.size())) : wide(x);
+    const std::vector<double> wv = pass == 2 ? std::vector<double>(std::size_t(wt.size())) : wide(wt);
+    const std::vector<double> yv = pass == 0 ? std::vector<double>(std::size_t(y.size())) : wide(y);
+    std::vector<double> out(pass == 0 ? yv.size() : pass == 1 ? xv.size() : wv.size());
+    const std::int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
+    const std::int64_t o = wt.shape[0], cg = wt.shape[1], kh = wt.shape[2], kw = wt.shape[3];
+    const std::int64_t oh = y.shape[2], ow = y.shape[3], og = o / w.groups;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t oc = 0; oc < o; ++oc)
+        for (std::int64_t oy = 0; oy < oh; ++oy)
+          for (std::int64_t ox = 0; ox < ow; ++ox) {
+            const std::int64_t yi = ((i * o + oc) * oh + oy) * ow + ox;
+            for (std::int64_t ci = 0; ci < cg; ++ci)
+              for (std::int64_t ky = 0; ky < kh; ++ky)
+                for (std::int64_t kx = 0; kx < kw; ++kx) {
+                  const std::int64_t iy = oy * w.stride[0] - w.padding[0] + ky * w.dilation[0];
+                  const std::int64_t ix = ox * w.stride[1] - w.padding[1] + kx * w.dilation[1];
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                  const std::int64_t xi = ((i * c + oc / og * cg + ci) * h + iy) * wd + ix;
+                  const std::int64_t wi = ((oc * cg + ci) * kh + ky) * kw + kx;
+                  if (pass == 0) out[std::size_t(yi)] += xv[std::size_t(xi)] * wv[std::size_t(wi)];
+                  else if (pass == 1) out[std::size_t(xi)] += yv[std::size_t(yi)] * wv[std::size_t(wi)];
+                  else out[std::size_t(wi)] += yv[std::size_t(yi)] * xv[std::size_t(xi)];
+                }
+          }
+    if (bias) {
+      const std::vector<double> b = wide(*bias);
+      for (std::size_t k = 0; k < out.size(); ++k) out[k] += b[k / std::size_t(oh * ow) % std::size_t(o)];
+    }
+    const ops::TensorView& target = pass == 0 ? y : pass == 1 ? x : wt;
+    Shape shape;
+    for (int i = 0; i < target.rank; ++i) shape.push_back(target.shape[i]);
+    cpu().copy(ops::contiguous_view(out.data(), DataType::float64, shape), target);
+  }
   void count_index_check() noexcept {
     if (!capturing_here()) index_checks_.fetch_add(1);
   }
@@ -478,6 +577,8 @@ class SimEngine final : public ops::Engine {
 
   const TrackedSegmentSource& device_;
   const bool layers_;
+  DirectConv direct_;
+  std::array<std::atomic<std::uint64_t>, 3> direct_calls_{};
   std::atomic<std::uint64_t> to_host_{0}, from_host_{0}, kernels_{0}, violations_{0}, replays_{0}, index_checks_{0};
   std::atomic<std::thread::id> capturer_{};
   std::vector<std::function<void()>> recorded_;  // the capturer's alone

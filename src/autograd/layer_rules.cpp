@@ -41,10 +41,30 @@ TensorView with(TensorView v, std::initializer_list<std::int64_t> shape, std::in
   return v;
 }
 
+// The gradients of x (0) and the weight (1) that the engine's own
+// convolutions serve (Engine::conv2d_backward_*_direct: cuDNN's on the GPU)
+// go into r.out; the im2col path below computes the rest.
+void conv2d_direct_gradients(Rule& r) {
+  ops::Engine& e = r.engine();
+  if (!e.has_conv2d_gradients()) return;
+  Pinned px = r.input(0), pw = r.input(1);
+  const ops::Window2d& w = r.detail<ops::Window2d>();
+  if (r.needs(0)) {
+    Scratch dx(px->shape, px->dtype, r.device()), keep;
+    const TensorView wv = contiguous(view(pw), keep, r.device());
+    if (e.conv2d_backward_data_direct(r.g.view(), wv, w, dx.view())) r.out[0] = std::move(dx);
+  }
+  if (r.needs(1)) {
+    Scratch dw(pw->shape, pw->dtype, r.device());
+    if (e.conv2d_backward_weight_direct(view(px), r.g.view(), w, dw.view())) r.out[1] = std::move(dw);
+  }
+}
+
 // Note [Convolution as GEMM] in ops/conv.cpp, backwards: with g as
 // [N, G, O/G, L] and the recomputed col [N, G, K, L], dW = Σ_n g colᵀ,
 // dcol = Wᵀ g, dx = col2im(dcol), dbias = g summed over N, H', W'; col and
-// dcol a chunk of images at a time.
+// dcol a chunk of images at a time. Engines with convolutions of their own
+// take the gradients first (conv2d_direct_gradients).
 void conv2d_rule(Rule& r) {
   Pinned px = r.input(0), pw = r.input(1);
   const ops::Window2d& w = r.detail<ops::Window2d>();
@@ -65,6 +85,9 @@ void conv2d_rule(Rule& r) {
     if (r.needs(0)) r.out[0] = full(px->shape, dt, r.device(), 0);
     return;
   }
+  conv2d_direct_gradients(r);
+  const bool need_dx = r.needs(0) && !r.out[0], need_dw = r.needs(1) && !r.out[1];
+  if (!need_dx && !need_dw) return;
   // Chunk by chunk of images (Note [Convolution as GEMM] in ops/conv.cpp),
   // one column buffer serving both: the chunk's columns for dW, then dcol =
   // Wᵀ g for dx.
@@ -74,8 +97,8 @@ void conv2d_rule(Rule& r) {
   std::optional<Scratch> dw, dx;
   Scratch keep;
   TensorView wt;
-  if (r.needs(1)) dw.emplace(Shape{n, groups, og, k}, dt, r.device());  // per image, summed below
-  if (r.needs(0)) {
+  if (need_dw) dw.emplace(Shape{n, groups, og, k}, dt, r.device());  // per image, summed below
+  if (need_dx) {
     dx.emplace(px->shape, dt, r.device());
     const TensorView wv = contiguous(view(pw), keep, r.device());
     wt = with(wv, {n, groups, k, og}, {0, og * k, 1, k});  // Wᵀ per group, every image

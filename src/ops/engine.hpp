@@ -270,6 +270,29 @@ class Engine {
                              const Window2d& /*w*/, const TensorView& /*y*/) {
     return false;
   }
+  // conv2d's gradients by the engine's own convolutions where it has them
+  // for these views (the CUDA engine's: cuDNN's); false, with the output
+  // untouched, where not: the gradient rule then goes through im2col, the
+  // products and col2im. g [N, O, OH, OW], weight and every output are
+  // contiguous; x may have any strides. The rule asks only an engine that
+  // has_conv2d_gradients(), so no other allocates for them in vain.
+  virtual bool has_conv2d_gradients() const noexcept { return false; }
+  // dx [N, C, H, W] = the adjoint of the convolution by weight, applied to g.
+  virtual bool conv2d_backward_data_direct(const TensorView& /*g*/, const TensorView& /*weight*/,
+                                           const Window2d& /*w*/, const TensorView& /*dx*/) {
+    return false;
+  }
+  // dweight [O, C / groups, kH, kW] = the sum over images and output
+  // positions of g times the input under each tap.
+  virtual bool conv2d_backward_weight_direct(const TensorView& /*x*/, const TensorView& /*g*/,
+                                             const Window2d& /*w*/, const TensorView& /*dweight*/) {
+    return false;
+  }
+  // Whether conv2d_direct and the two above take float16 and bfloat16 views
+  // themselves (every view of the call in one 16-bit dtype; float32
+  // accumulation). Otherwise a 16-bit convolution goes through im2col and
+  // the 16-bit products.
+  virtual bool conv2d_16() const noexcept { return false; }
   // x [N, C, H, W] (any strides) → col [N, C * kH * kW, OH * OW] (ops/conv_math.hpp).
   virtual void im2col(const TensorView& /*x*/, const Window2d& /*w*/, const TensorView& /*col*/) {
     unavailable("im2col");

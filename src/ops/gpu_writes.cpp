@@ -115,6 +115,18 @@ class WriteCountingEngine final : public Engine {
     CountsAsGpuWrite w;
     return target()->conv2d_direct(x, weight, bias, win, y);
   }
+  bool conv2d_backward_data_direct(const TensorView& g, const TensorView& weight, const Window2d& win,
+                                   const TensorView& dx) override {
+    CountsAsGpuWrite w;
+    return target()->conv2d_backward_data_direct(g, weight, win, dx);
+  }
+  bool conv2d_backward_weight_direct(const TensorView& x, const TensorView& g, const Window2d& win,
+                                     const TensorView& dweight) override {
+    CountsAsGpuWrite w;
+    return target()->conv2d_backward_weight_direct(x, g, win, dweight);
+  }
+  bool conv2d_16() const noexcept override { return target()->conv2d_16(); }
+  bool has_conv2d_gradients() const noexcept override { return target()->has_conv2d_gradients(); }
   void softmax(const TensorView& in, int axis, bool log, const TensorView& out) override {
     CountsAsGpuWrite w;
     target()->softmax(in, axis, log, out);

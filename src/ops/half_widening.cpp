@@ -337,9 +337,23 @@ class HalfWideningEngine final : public Engine {
   // ---- layers --------------------------------------------------------------------
   bool conv2d_direct(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& w,
                      const TensorView& y) override {
-    // 16-bit convolutions go through im2col and the 16-bit products.
-    return !any_half(x, weight, y) && !(bias && any_half(*bias)) && e().conv2d_direct(x, weight, bias, w, y);
+    // 16-bit convolutions go through im2col and the 16-bit products, unless
+    // the engine convolves 16-bit views itself (Engine::conv2d_16).
+    const bool plain = !any_half(x, weight, y) && !(bias && any_half(*bias));
+    return (plain || native_conv(x, weight, y, bias)) && e().conv2d_direct(x, weight, bias, w, y);
   }
+  bool conv2d_backward_data_direct(const TensorView& g, const TensorView& weight, const Window2d& w,
+                                   const TensorView& dx) override {
+    const bool plain = !any_half(g, weight, dx);
+    return (plain || native_conv(g, weight, dx)) && e().conv2d_backward_data_direct(g, weight, w, dx);
+  }
+  bool conv2d_backward_weight_direct(const TensorView& x, const TensorView& g, const Window2d& w,
+                                     const TensorView& dweight) override {
+    const bool plain = !any_half(x, g, dweight);
+    return (plain || native_conv(x, g, dweight)) && e().conv2d_backward_weight_direct(x, g, w, dweight);
+  }
+  bool conv2d_16() const noexcept override { return e().conv2d_16(); }
+  bool has_conv2d_gradients() const noexcept override { return e().has_conv2d_gradients(); }
   void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override {
     // Values only move: every engine's im2col takes 16-bit views as they are.
     if (!any_half(x, col) || (x.dtype == col.dtype && half(x) && half(col))) return e().im2col(x, w, col);
@@ -475,6 +489,13 @@ class HalfWideningEngine final : public Engine {
   template <class... V>
   bool native_norm(const V&... params) const noexcept {
     return e().batch_norm_16() && ((params.data == nullptr || params.dtype == DataType::float32) && ...);
+  }
+
+  // The engine convolves these 16-bit views itself (Engine::conv2d_16);
+  // a bias, where given, of their dtype too.
+  bool native_conv(const TensorView& a, const TensorView& b, const TensorView& c,
+                   const TensorView* bias = nullptr) const noexcept {
+    return e().conv2d_16() && one_half_dtype(a, b, c) && (!bias || bias->dtype == a.dtype);
   }
 
   // The engine takes these 16-bit views itself (Engine::kernels_16).

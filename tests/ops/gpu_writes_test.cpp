@@ -141,6 +141,23 @@ class LayerRecordingEngine : public RecordingEngine {
                           const TensorView&, const TensorView&, const TensorView&) override {
     calls.push_back("lstm_cell_backward");
   }
+  bool conv2d_direct(const TensorView&, const TensorView&, const TensorView*, const ops::Window2d&,
+                     const TensorView&) override {
+    calls.push_back("conv2d_direct");
+    return accepts;
+  }
+  bool conv2d_backward_data_direct(const TensorView&, const TensorView&, const ops::Window2d&,
+                                   const TensorView&) override {
+    calls.push_back("conv2d_backward_data_direct");
+    return accepts;
+  }
+  bool conv2d_backward_weight_direct(const TensorView&, const TensorView&, const ops::Window2d&,
+                                     const TensorView&) override {
+    calls.push_back("conv2d_backward_weight_direct");
+    return accepts;
+  }
+  bool has_conv2d_gradients() const noexcept override { return accepts; }
+  bool conv2d_16() const noexcept override { return accepts; }
 };
 
 // Every Engine call, each made once on `e`; returns the bool calls' results.
@@ -309,6 +326,28 @@ TEST_CASE("gpu writes: the layer kernels are forwarded too, each advancing the e
                                  "batch_norm_stats", "batch_norm", "batch_norm_backward", "lstm_cell",
                                  "lstm_cell_backward"});
   CHECK(ops::gpu_write_epoch() == before + 18);
+}
+
+TEST_CASE("gpu writes: an engine's own convolutions are forwarded, each a write; its answers come back") {
+  test::SimGpu gpu;
+  LayerRecordingEngine recorder;
+  Registered registered(gpu, recorder);
+  ops::Engine& e = ops::engine(Device::gpu(0));
+  const TensorView v;
+  const ops::Window2d w;
+  for (bool accepts : {true, false}) {
+    recorder.accepts = accepts;
+    recorder.calls.clear();
+    const std::uint64_t before = ops::gpu_write_epoch();
+    CHECK(e.has_conv2d_gradients() == accepts);  // questions: no call, no epoch
+    CHECK(e.conv2d_16() == accepts);
+    CHECK(e.conv2d_direct(v, v, nullptr, w, v) == accepts);
+    CHECK(e.conv2d_backward_data_direct(v, v, w, v) == accepts);
+    CHECK(e.conv2d_backward_weight_direct(v, v, w, v) == accepts);
+    CHECK(recorder.calls == std::vector<std::string>{"conv2d_direct", "conv2d_backward_data_direct",
+                                                     "conv2d_backward_weight_direct"});
+    CHECK(ops::gpu_write_epoch() == before + 3);
+  }
 }
 
 namespace {
