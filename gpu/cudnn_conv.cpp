@@ -430,6 +430,12 @@ bool cudnn_conv2d_backward_weight(const TensorView& x, const TensorView& g, cons
   return run(Pass::weight, x, dweight, w, g);
 }
 
+bool cudnn_describes(const TensorView& x, const TensorView& weight, const Window2d& w, const TensorView& y) {
+  Described d;
+  Key key;
+  return describe(Pass::forward, x, weight, w, y, d, key);
+}
+
 std::uint64_t cudnn_convolutions() noexcept { return g_convolutions.load(std::memory_order_relaxed); }
 
 std::string cudnn_unavailable() noexcept {

@@ -26,6 +26,12 @@ bool cudnn_conv2d_backward_data(const ops::TensorView& g, const ops::TensorView&
 bool cudnn_conv2d_backward_weight(const ops::TensorView& x, const ops::TensorView& g, const ops::Window2d& w,
                                   const ops::TensorView& dweight);
 
+// Whether cuDNN's descriptors take a forward call's views, and cuDNN's
+// output shape is y's: the host-side half of cudnn_conv2d, which needs
+// neither a GPU nor a handle (tests/gpu/cudnn_describe_test.cpp).
+bool cudnn_describes(const ops::TensorView& x, const ops::TensorView& weight, const ops::Window2d& w,
+                     const ops::TensorView& y);
+
 // Convolutions (forward or gradient) run through cuDNN since the process
 // started, and why cuDNN cannot run here (empty when it can).
 std::uint64_t cudnn_convolutions() noexcept;
