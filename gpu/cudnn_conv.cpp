@@ -31,7 +31,8 @@
 //   status, before it runs anything) returns false, and the caller goes
 //   through im2col. A library that cannot run here (cudnnCreate or a
 //   sub-library failing, a driver or GPU it does not support) turns cuDNN
-//   off for the process; cudnn_unavailable() says why. Any other failure is
+//   off for the process; cudnn_unavailable() says why. NDGC_GPU_CONV=im2col
+//   turns it off too (to compare the two in one build). Any other failure is
 //   a CudaError (OutOfMemory for an allocation) naming the call.
 #include "cudnn_conv.hpp"
 
@@ -49,6 +50,7 @@
 #include "cuda_context.hpp"
 #include "engine_support.hpp"
 #include "ndgc/error.hpp"
+#include "support/options.hpp"
 
 namespace ndgc::cuda {
 
@@ -167,6 +169,10 @@ ThreadCudnn& mine() {
 // This thread's handle on `on.device`, on its stream; null when cuDNN cannot run.
 cudnnHandle_t handle(const On& on) {
   if (g_off.load(std::memory_order_relaxed)) return nullptr;
+  if (support::options().gpu_conv != "cudnn") {
+    turn_off("NDGC_GPU_CONV=im2col turned it off");
+    return nullptr;
+  }
   UniqueHandle& h = mine().handles[std::size_t(on.device)];
   if (!h) {
     cudnnHandle_t fresh = nullptr;

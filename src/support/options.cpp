@@ -33,6 +33,7 @@ constexpr OptionInfo kTable[] = {
      "intra-op threads, the caller included (default: the machine's cores, divided by the local ranks under mpirun)"},
     {"NDGC_CPU_GEMM", "onednn",
      "float32 products on the CPU: onednn (oneDNN's matmul, where the build found it and the CPU has AVX-512) or eigen"},
+    {"NDGC_GPU_CONV", "cudnn", "convolutions on a GPU: cudnn (cuDNN's, where it takes the views) or im2col"},
 };
 
 std::string env(const char* name) {
@@ -83,6 +84,11 @@ Options parse() {
     if (g != "onednn" && g != "eigen")
       throw InvalidArgument(fmt::format("NDGC_CPU_GEMM='{}' is not understood: use onednn or eigen", g));
     o.cpu_gemm = g;
+  }
+  if (std::string g = env("NDGC_GPU_CONV"); !g.empty()) {
+    if (g != "cudnn" && g != "im2col")
+      throw InvalidArgument(fmt::format("NDGC_GPU_CONV='{}' is not understood: use cudnn or im2col", g));
+    o.gpu_conv = g;
   }
   return o;
 }

@@ -23,6 +23,7 @@ struct Options {
   double dist_timeout = 600;            // NDGC_DIST_TIMEOUT, seconds
   int num_threads = 0;                  // NDGC_NUM_THREADS, 0 = the machine's cores
   std::string cpu_gemm = "onednn";     // NDGC_CPU_GEMM: "onednn" (products, convolutions) or "eigen"
+  std::string gpu_conv = "cudnn";      // NDGC_GPU_CONV: "cudnn" or "im2col" (the CUDA engine's convolutions)
 };
 
 // Parsed once; throws InvalidArgument for a malformed value.

@@ -686,6 +686,9 @@ TEST_CASE("ndgc-train: errors give a message and a non-zero exit, no crash") {
   CHECK(run_program(fmt::format("--data-dir '{}' --out '{}'", (tmp.path / "nothing").string(), tmp.path.string()), log,
                     "NDGC_CPU_GEMM=blas") != 0);
   CHECK(read_text(log).find("NDGC_CPU_GEMM='blas' is not understood: use onednn or eigen") != std::string::npos);
+  CHECK(run_program(fmt::format("--data-dir '{}' --out '{}'", (tmp.path / "nothing").string(), tmp.path.string()), log,
+                    "NDGC_GPU_CONV=winograd") != 0);
+  CHECK(read_text(log).find("NDGC_GPU_CONV='winograd' is not understood: use cudnn or im2col") != std::string::npos);
 }
 
 TEST_CASE("ndgc-train --device gpu:N that this machine cannot use: exit 2, one line naming the device and why") {
