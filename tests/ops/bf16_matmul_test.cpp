@@ -58,6 +58,8 @@ TEST_CASE("16-bit products: every shape class against the float32 product") {
     }
     check_product(values16(m, {3, 5, 9}, t), values16(m, {3, 9, 11}, t));  // batched
     check_product(values16(m, {2, 5, 9}, t), values16(m, {9, 11}, t));     // one side broadcast
+    check_product(values16(m, {6, 7}, t), values16(m, {4, 7, 33}, t));     // a weight every element shares
+    check_product(values16(m, {4, 6, 7}, t), values16(m, {4, 33, 7}, t).transpose({0, 2, 1}));  // column-major b
     check_product(values16(m, {17}, t), values16(m, {17, 4}, t));          // a vector
     const NDArray empty = values16(m, {4, 0}, t).matmul(values16(m, {0, 3}, t));
     CHECK(empty.to_type(DataType::float32).to_vector<float>() == std::vector<float>(12, 0.f));
@@ -76,6 +78,30 @@ TEST_CASE("16-bit products: the same bits at 1, 2 and 3 threads") {
   set_num_threads(1);
   CHECK(runs[0] == runs[1]);
   CHECK(runs[0] == runs[2]);
+}
+
+TEST_CASE("16-bit products: a batch spread over the pool gives each element the bits it gets alone, at any thread count") {
+  // A convolution's products: a weight every image shares (packed once), the
+  // columns transposed (packed by words) and odd k; each element on one
+  // thread, against the same product made alone (spread over the pool).
+  NDManager m = NDManager::new_base_manager("bf16-matmul-batch");
+  set_random_seed(33);
+  const NDArray w = values16(m, {10, 27}, DataType::bfloat16);
+  const NDArray cols = values16(m, {5, 70, 27}, DataType::bfloat16).transpose({0, 2, 1});  // [5, 27, 70]
+  std::vector<std::vector<float>> runs;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    runs.push_back(w.matmul(cols).to_type(DataType::float32).to_vector<float>());
+  }
+  std::vector<float> alone;
+  for (std::int64_t i = 0; i < 5; ++i) {
+    const std::vector<float> one = w.matmul(cols.get(NDIndex().add_index(i))).to_type(DataType::float32).to_vector<float>();
+    alone.insert(alone.end(), one.begin(), one.end());
+  }
+  set_num_threads(1);
+  CHECK(runs[0] == alone);
+  CHECK(runs[1] == alone);
+  CHECK(runs[2] == alone);
 }
 
 }  // namespace ndgc
