@@ -132,6 +132,45 @@ TEST_CASE("batch_norm: errors name what is wrong; a failed call leaves nothing a
   check_values(rm, {0, 0, 0});
 }
 
+TEST_CASE("batch_norm on 16-bit x: the float32 kernel's bits rounded once, forward and backward, on long rows") {
+  // Rows of 37 x 5 = 185 values (Note [Norms over widened rows]): whole
+  // vectors and a tail, training and evaluation.
+  NDManager m = fresh();
+  for (DataType t : {DataType::bfloat16, DataType::float16}) {
+    for (bool training : {true, false}) {
+      CAPTURE(to_string(t));
+      CAPTURE(training);
+      set_random_seed(19);
+      const NDArray x16 = m.random_normal({4, 3, 37, 5}).mul(3.0).add(0.5).to_type(t);
+      // The loss's weights are 16-bit values, so y's gradient is the same on both runs.
+      const NDArray r = m.random_normal({4, 3, 37, 5}).to_type(t).to_type(DataType::float32);
+      struct Run {
+        NDArray y, dx, dgamma, dbeta;
+      };
+      auto run = [&](const NDArray& x_in) {
+        NDArray x = x_in.dup().set_requires_gradient(true);
+        NDArray gamma = m.create(std::vector<float>{1.5f, -0.5f, 2.0f}).set_requires_gradient(true);
+        NDArray beta = m.create(std::vector<float>{0.25f, 0.0f, -1.0f}).set_requires_gradient(true);
+        NDArray mean = m.create(std::vector<float>{0.1f, 0.2f, 0.3f}), var = m.create(std::vector<float>{1.f, 2.f, 3.f});
+        Run out;
+        {
+          GradientCollector c;
+          out.y = batch_norm(x, gamma, beta, mean, var, training);
+          c.backward(out.y.to_type(DataType::float32).mul(r).sum());
+        }
+        out.dx = x.gradient(), out.dgamma = gamma.gradient(), out.dbeta = beta.gradient();
+        return out;
+      };
+      const Run h = run(x16), f = run(x16.to_type(DataType::float32));
+      CHECK(h.y.to_vector<float>() == f.y.to_type(t).to_vector<float>());
+      CHECK(h.dgamma.to_vector<float>() == f.dgamma.to_vector<float>());
+      CHECK(h.dbeta.to_vector<float>() == f.dbeta.to_vector<float>());
+      // dx: the same float32 arithmetic from the same float32 gradient, rounded once.
+      CHECK(h.dx.to_vector<float>() == f.dx.to_type(t).to_vector<float>());
+    }
+  }
+}
+
 }  // namespace ops_test
 
 namespace ops_test {

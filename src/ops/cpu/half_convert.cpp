@@ -110,4 +110,20 @@ bool copy_half_rows(const TensorView& in, const TensorView& out) {
   return true;
 }
 
+// bfloat16 and float16 hold their bits as their one member, so an array of
+// them is an array of those bits.
+static_assert(sizeof(bfloat16) == 2 && sizeof(float16) == 2);
+void widen_half(const bfloat16* in, float* out, std::int64_t n) noexcept {
+  widen_bfloat16(reinterpret_cast<const std::uint16_t*>(in), out, n);
+}
+void widen_half(const float16* in, float* out, std::int64_t n) noexcept {
+  widen_float16(reinterpret_cast<const std::uint16_t*>(in), out, n);
+}
+void narrow_half(const float* in, bfloat16* out, std::int64_t n) noexcept {
+  narrow_bfloat16(in, reinterpret_cast<std::uint16_t*>(out), n);
+}
+void narrow_half(const float* in, float16* out, std::int64_t n) noexcept {
+  narrow_float16(in, reinterpret_cast<std::uint16_t*>(out), n);
+}
+
 }  // namespace ndgc::ops::cpu
