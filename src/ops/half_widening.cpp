@@ -29,24 +29,31 @@ bool one_half_dtype(const TensorView& first, const V&... rest) noexcept {
 enum class Role { in, out };
 
 // One operand of a call as float32: the view itself when it is not 16-bit,
-// otherwise a contiguous float32 scratch buffer on the view's device, filled
-// from the view for an input. store() narrows an output back; it is explicit
-// so that a kernel that throws leaves its output as it was.
+// otherwise a float32 scratch buffer on the view's device, filled from the
+// view for an input. store() narrows an output back; it is explicit so that
+// a kernel that throws leaves its output as it was. An input broadcast along
+// an axis (stride 0: a bias over a batch of images) is widened once along it
+// and seen broadcast again, not copied out to the whole shape.
 class Wide {
  public:
   Wide(Engine& inner, const TensorView& v, Role role) : inner_(inner), original_(v), view_(v) {
     if (!half(v)) return;
     device_ = inner.device_of(v);
-    view_ = v;
+    TensorView compact = v;  // v without its broadcast axes' repeats
+    for (int i = 0; i < v.rank; ++i)
+      if (role == Role::in && v.strides[i] == 0) compact.shape[i] = 1;
+    view_ = compact;
     view_.dtype = DataType::float32;
-    bytes_ = std::size_t(v.size()) * sizeof(float);
+    bytes_ = std::size_t(compact.size()) * sizeof(float);
     view_.data = memory::allocator(device_).allocate(bytes_);
     std::int64_t stride = 1;
     for (int i = v.rank - 1; i >= 0; --i) {
       view_.strides[i] = stride;
-      stride *= v.shape[i];
+      stride *= compact.shape[i];
     }
-    if (role == Role::in) inner.copy(v, view_);
+    if (role == Role::in) inner.copy(compact, view_);
+    for (int i = 0; i < v.rank; ++i)
+      if (compact.shape[i] != v.shape[i]) view_.shape[i] = v.shape[i], view_.strides[i] = 0;
   }
   ~Wide() {
     if (bytes_) memory::allocator(device_).deallocate(view_.data, bytes_);

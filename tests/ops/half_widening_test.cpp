@@ -361,6 +361,26 @@ TEST_CASE("16-bit: a binary op's scratch is three slices of at most 64 KiB each,
   }
 }
 
+// A bias added over a batch of images: the bias broadcast along the images
+// and pixels is widened once (its 16 values), not copied out to each slice's
+// 16,384 elements (it was a third 64 KiB slice), and the sum has the bits of
+// float32 rounded once.
+TEST_CASE("16-bit: a broadcast operand is widened once along its broadcast axes, with the same bits") {
+  NDManager m = NDManager::new_base_manager("half-broadcast-scratch");
+  for (DataType t : kHalves) {
+    CAPTURE(to_string(t));
+    const NDArray x = m.random_uniform({64, 16, 8, 8}).to_type(t), bias = m.random_uniform({16, 1, 1}).to_type(t);
+    memory::reset_peak(Device::cpu());
+    const std::uint64_t base = memory::stats(Device::cpu()).current_bytes;
+    const NDArray sum = x.add(bias);
+    const std::uint64_t scratch = memory::stats(Device::cpu()).peak_bytes - base - sum.nbytes();
+    CHECK(scratch <= 2 * (64 << 10) + (16 << 10));  // x's and the output's slices; the bias: 64 B
+    const NDArray wide = x.to_type(DataType::float32).add(bias.to_type(DataType::float32)).to_type(t);
+    CHECK(sum.to_type(DataType::float32).to_vector<float>() == wide.to_type(DataType::float32).to_vector<float>());
+    MESSAGE(to_string(t) << ": broadcast binary scratch " << scratch << " B");
+  }
+}
+
 // A convolution's gradients are batched products, one item per image. Where
 // the CPU has no native 16-bit product (float16 here) they widen in slices of
 // items: a float32 copy of every operand at once was the fp16 CNN step's peak.
