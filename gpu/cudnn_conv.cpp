@@ -444,6 +444,8 @@ bool cudnn_describes(const TensorView& x, const TensorView& weight, const Window
 
 std::uint64_t cudnn_convolutions() noexcept { return g_convolutions.load(std::memory_order_relaxed); }
 
+std::size_t cudnn_version() noexcept { return cudnnGetVersion(); }
+
 std::string cudnn_unavailable() noexcept {
   std::lock_guard lock(g_why_mu);
   return g_why;

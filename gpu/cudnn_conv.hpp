@@ -8,6 +8,7 @@
 // Thread-safe: per-thread handles and algorithm choices.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -35,6 +36,8 @@ bool cudnn_describes(const ops::TensorView& x, const ops::TensorView& weight, co
 // Convolutions (forward or gradient) run through cuDNN since the process
 // started, and why cuDNN cannot run here (empty when it can).
 std::uint64_t cudnn_convolutions() noexcept;
+// The version of the cuDNN library loaded (cudnnGetVersion: 91900 for 9.19.0).
+std::size_t cudnn_version() noexcept;
 std::string cudnn_unavailable() noexcept;
 
 }  // namespace ndgc::cuda

@@ -100,6 +100,7 @@ double cudnn_tolerance(DataType t) {
 }  // namespace
 
 TEST_CASE("cuDNN loads, and serves conv2d and both gradients in every floating dtype, matching the CPU") {
+  MESSAGE("cuDNN " << cuda::cudnn_version() << " loaded");
   REQUIRE_MESSAGE(cuda::cudnn_unavailable().empty(), cuda::cudnn_unavailable());
   NDManager cpu = NDManager::new_base_manager("cudnn-cpu");
   NDManager gpu = NDManager::new_base_manager("cudnn-gpu", Device::gpu(0));

@@ -41,6 +41,12 @@ Shape output(const Shape& x, const Shape& weight, const Window2d& w) {
 
 }  // namespace
 
+TEST_CASE("the cuDNN loaded is cuDNN 9, the major version gpu/ was built against") {
+  MESSAGE("cuDNN " << cuda::cudnn_version());
+  CHECK(cuda::cudnn_version() >= 90000);
+  CHECK(cuda::cudnn_version() < 100000);
+}
+
 TEST_CASE("cuDNN's descriptors agree with ndgc's window arithmetic over a sweep of geometries") {
   int described = 0;
   for (std::int64_t kh : {1, 3})
