@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -251,6 +252,43 @@ TEST_CASE("ndgc's float32 conv2d goes to oneDNN where it is enabled: the same bi
                                        .to_vector<double>();
   for (std::size_t i = 0; i < wide.size(); i += 97)
     CHECK(results[0][i] == doctest::Approx(wide[i]).epsilon(1e-5).scale(4.0));
+}
+
+TEST_CASE("ndgc's bfloat16 conv2d goes to oneDNN where the CPU has AVX512-BF16: float32's result rounded, within "
+          "a unit; the same bits at 1, 2 and 3 threads and for an image alone") {
+  if (!ops::cpu::onednn_conv_16()) {
+    MESSAGE("skipped: bfloat16 convolutions do not go to oneDNN here (a build without it, NDGC_CPU_GEMM, no "
+            "AVX512-BF16)");
+    return;
+  }
+  NDManager m = NDManager::new_base_manager("onednn-conv-bf16");
+  set_random_seed(10);
+  const DataType t = DataType::bfloat16;
+  NDArray x = m.random_uniform({3, 32, 20, 20}, -1, 1).to_type(t), w = m.random_uniform({64, 32, 3, 3}, -1, 1).to_type(t),
+          b = m.random_uniform({64}, -1, 1).to_type(t);
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 3}) {
+    test::Threads th(threads);
+    const std::uint64_t before = ops::cpu::onednn_convolutions();
+    results.push_back(conv2d(x, w, b, {1, 1}, {1, 1}).to_type(DataType::float32).to_vector<float>());
+    CHECK(ops::cpu::onednn_convolutions() - before == 3u);  // one task an image
+  }
+  CHECK(results[0] == results[1]);
+  CHECK(results[0] == results[2]);
+  const std::vector<float> alone = conv2d(x.get("1:2"), w, b, {1, 1}, {1, 1}).to_type(DataType::float32).to_vector<float>();
+  CHECK(std::vector<float>(results[0].begin() + std::ptrdiff_t(alone.size()),
+                           results[0].begin() + std::ptrdiff_t(2 * alone.size())) == alone);
+  // Against the float32 convolution of the same values: within a bfloat16
+  // unit of it, plus 2^-16 of Σ|x||w| for the sums' order and subnormals.
+  const NDArray x32 = x.to_type(DataType::float32), w32 = w.to_type(DataType::float32);
+  const std::vector<float> want = conv2d(x32, w32, b.to_type(DataType::float32), {1, 1}, {1, 1}).to_vector<float>();
+  const std::vector<float> mag = conv2d(x32.abs(), w32.abs(), b.to_type(DataType::float32).abs(), {1, 1}, {1, 1})
+                                     .to_vector<float>();
+  REQUIRE(want.size() == results[0].size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::fabs(results[0][i] - want[i]) <= 0x1p-8 * std::fabs(want[i]) + 0x1p-16 * mag[i]);
+  }
 }
 
 TEST_CASE("ndgc's float32 conv2d at the edges of its geometry: wide padding, a 1 x 1 image, a kernel wider than the "

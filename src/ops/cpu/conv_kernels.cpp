@@ -33,6 +33,8 @@ bool CpuEngine::conv2d_direct(const TensorView& x, const TensorView& weight, con
   return onednn_conv2d(x, weight, bias, w, y);
 }
 
+bool CpuEngine::conv2d_16() const noexcept { return onednn_conv_16(); }
+
 void CpuEngine::im2col(const TensorView& x, const Window2d& w, const TensorView& col) {
   const std::int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
   const std::int64_t oh = conv::out_size(h, w.kernel[0], w.stride[0], w.padding[0], w.dilation[0]);

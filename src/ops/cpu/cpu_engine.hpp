@@ -58,6 +58,7 @@ class CpuEngine final : public Engine {
   std::int64_t im2col_images(std::int64_t images, std::int64_t bytes) const noexcept override;
   bool conv2d_direct(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& w,
                      const TensorView& y) override;  // oneDNN's (onednn_conv.cpp)
+  bool conv2d_16() const noexcept override;     // bfloat16 through oneDNN, where the CPU has AVX512-BF16
   void im2col(const TensorView& x, const Window2d& w, const TensorView& col) override;
   void col2im(const TensorView& col, const Window2d& w, const TensorView& dx) override;
   void pool2d(bool max, const TensorView& x, const Window2d& w, const TensorView& out) override;

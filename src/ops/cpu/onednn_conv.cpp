@@ -1,4 +1,4 @@
-// float32 convolutions through oneDNN's convolution primitive.
+// float32 and bfloat16 convolutions through oneDNN's convolution primitive.
 //
 // Note [Convolutions through oneDNN]
 // im2col writes kH·kW copies of every input pixel and reads them back for
@@ -6,8 +6,11 @@
 // batch 16 that traffic left ndgc 1.1-1.8x behind LibTorch, whose CPU
 // convolutions are oneDNN's (perf/RESULTS.md, issues 39 and 40). oneDNN's
 // direct kernels (brgconv, brdgmm for depthwise, jit) read each pixel once.
-// So a float32 conv2d's forward pass calls them where they serve it; its
-// gradients stay on im2col and the products.
+// So a float32 conv2d's forward pass calls them where they serve it, and a
+// bfloat16 one where the CPU has AVX512-BF16 (float32 sums, each output
+// rounded once, as every 16-bit kernel: Note [16-bit storage, float32
+// arithmetic]; oneDNN's bf16 kernels flush subnormal inputs, as
+// bf16_matmul.cpp's do). The gradients stay on im2col and the products.
 // - Fixed tasks, one thread each. A task is one image, or half of an
 //   image's output channels where each half is large (onednn_conv_blocks),
 //   chosen from the image's shape alone: the bits depend neither on the
@@ -44,6 +47,7 @@
 #include "ndgc/error.hpp"
 #include "ops/cpu/onednn_support.hpp"
 #include "support/assert.hpp"
+#include "support/cpu_features.hpp"
 #include "support/parallel.hpp"
 #include "support/scope_exit.hpp"
 #endif
@@ -71,6 +75,8 @@ bool onednn_conv2d(const TensorView&, const TensorView&, const TensorView*, cons
   return false;
 }
 
+bool onednn_conv_16() noexcept { return false; }
+
 #else
 
 namespace {
@@ -92,6 +98,7 @@ struct Key {
   std::int64_t kernel[2] = {}, stride[2] = {}, padding[2] = {}, dilation[2] = {};
   std::int64_t x_strides[3] = {};  // of the image's C, H and W axes
   bool bias = false;
+  DataType dtype = DataType::float32;  // of x, the weight, the bias and y: float32 or bfloat16
   bool operator==(const Key&) const = default;
 };
 
@@ -131,7 +138,7 @@ struct Step {
   }
 
   // A convolution of `in` by `weight_data` (plus `bias_data` where it has a bias) into `out`.
-  void run(dnnl_stream_t stream, const void* in, const void* weight_data, const float* bias_data, void* out,
+  void run(dnnl_stream_t stream, const void* in, const void* weight_data, const void* bias_data, void* out,
            void* scratch) const {
     set(from, in);
     set(weights, weight_data);
@@ -196,6 +203,7 @@ std::int64_t out_size(const Key& k, int a) {
 void create(Entry& e, const Key& key) {
   e.key = key;
   const std::int64_t g = key.groups;
+  const dnnl_data_type_t dt = key.dtype == DataType::bfloat16 ? dnnl_bf16 : dnnl_f32;
   const dnnl_dims_t src_dims = {1, key.channels, key.height, key.width};
   const dnnl_dims_t dst_dims = {1, key.out, out_size(key, 0), out_size(key, 1)};
   const dnnl_dims_t plain_weights = {key.out, key.channels, key.kernel[0], key.kernel[1]};
@@ -203,13 +211,13 @@ void create(Entry& e, const Key& key) {
   dnnl_memory_desc_t user_src, user_weights, user_dst, any_src, any_weights, any_dst;
   const dnnl_dims_t src_strides = {key.channels * key.x_strides[0], key.x_strides[0], key.x_strides[1],
                                    key.x_strides[2]};
-  check(dnnl_memory_desc_init_by_strides(&user_src, 4, src_dims, dnnl_f32, src_strides), "memory desc");
-  check(dnnl_memory_desc_init_by_tag(&user_dst, 4, dst_dims, dnnl_f32, dnnl_nchw), "memory desc");
-  if (g == 1) check(dnnl_memory_desc_init_by_tag(&user_weights, 4, plain_weights, dnnl_f32, dnnl_oihw), "memory desc");
-  else check(dnnl_memory_desc_init_by_tag(&user_weights, 5, grouped_weights, dnnl_f32, dnnl_goihw), "memory desc");
-  check(dnnl_memory_desc_init_by_tag(&any_src, 4, src_dims, dnnl_f32, dnnl_format_tag_any), "memory desc");
-  check(dnnl_memory_desc_init_by_tag(&any_dst, 4, dst_dims, dnnl_f32, dnnl_format_tag_any), "memory desc");
-  check(dnnl_memory_desc_init_by_tag(&any_weights, user_weights.ndims, user_weights.dims, dnnl_f32,
+  check(dnnl_memory_desc_init_by_strides(&user_src, 4, src_dims, dt, src_strides), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&user_dst, 4, dst_dims, dt, dnnl_nchw), "memory desc");
+  if (g == 1) check(dnnl_memory_desc_init_by_tag(&user_weights, 4, plain_weights, dt, dnnl_oihw), "memory desc");
+  else check(dnnl_memory_desc_init_by_tag(&user_weights, 5, grouped_weights, dt, dnnl_goihw), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&any_src, 4, src_dims, dt, dnnl_format_tag_any), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&any_dst, 4, dst_dims, dt, dnnl_format_tag_any), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&any_weights, user_weights.ndims, user_weights.dims, dt,
                                      dnnl_format_tag_any),
         "memory desc");
   // oneDNN counts dilation from 0 (no gap), ndgc from 1; padding is symmetric.
@@ -225,7 +233,7 @@ void create(Entry& e, const Key& key) {
   }
   dnnl_memory_desc_t bias;
   const dnnl_dims_t bias_dims = {key.out};
-  check(dnnl_memory_desc_init_by_tag(&bias, 1, bias_dims, dnnl_f32, dnnl_a), "memory desc");
+  check(dnnl_memory_desc_init_by_tag(&bias, 1, bias_dims, dt, dnnl_a), "memory desc");
   dnnl_convolution_desc_t cd;
   check(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src,
                                                    &any_weights, key.bias ? &bias : nullptr, &any_dst, strides,
@@ -277,7 +285,7 @@ const Entry& served(ThreadCache& cache, const Key& key) {
 // One task on the calling thread: y_block = x_image convolved by the
 // prepared weights of its block, plus its bias (null where key has none).
 // `reordered`: the thread's last task reordered this same image already.
-void run_task(const Key& key, const float* x_image, const void* weights, const float* bias, float* y_block,
+void run_task(const Key& key, const void* x_image, const void* weights, const void* bias, void* y_block,
               bool reordered) {
   onednn::OneOpenMpThread one_thread;
   ThreadCache& cache = thread_cache();
@@ -288,13 +296,24 @@ void run_task(const Key& key, const float* x_image, const void* weights, const f
     src = cache.src.bytes(e.src_bytes);
     if (!reordered) e.src_reorder.run(cache.stream(), x_image, const_cast<void*>(src), scratch);
   }
-  void* dst = e.dst_reorder.primitive ? cache.dst.bytes(e.dst_bytes) : static_cast<void*>(y_block);
+  void* dst = e.dst_reorder.primitive ? cache.dst.bytes(e.dst_bytes) : y_block;
   e.conv.run(cache.stream(), src, weights, bias, dst, scratch);
   if (e.dst_reorder.primitive) e.dst_reorder.run(cache.stream(), dst, y_block, scratch);
   g_convolutions.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool dense_f32(const TensorView& v) { return v.dtype == DataType::float32 && v.rank == 4 && v.is_contiguous(); }
+// The dtypes oneDNN's kernels convolve here: float32, and bfloat16 where
+// the CPU has AVX512-BF16 (float32 sums, each output rounded once).
+bool convolved(DataType t) {
+  return t == DataType::float32 || (t == DataType::bfloat16 && support::cpu_has_avx512_bf16());
+}
+
+bool dense(const TensorView& v, DataType t) { return v.dtype == t && v.rank == 4 && v.is_contiguous(); }
+
+// `base` advanced by `elements` of `t`.
+const char* advanced(const void* base, std::int64_t elements, DataType t) {
+  return static_cast<const char*>(base) + elements * std::int64_t(size_of(t));
+}
 
 // x's strides for one image (C, H, W), with the dense value on an axis of
 // length 1 (whose stride nothing reads), so that one layout has one key;
@@ -313,6 +332,7 @@ bool image_strides(const TensorView& x, std::int64_t* strides) {
 Key key_of(const TensorView& x, std::int64_t out, const Window2d& w, const std::int64_t* x_strides, bool bias) {
   Key key{x.shape[1], x.shape[2], x.shape[3], out, w.groups};
   key.bias = bias;
+  key.dtype = x.dtype;
   for (int a = 0; a < 2; ++a) {
     key.kernel[a] = w.kernel[a];
     key.stride[a] = w.stride[a];
@@ -327,7 +347,7 @@ Key key_of(const TensorView& x, std::int64_t out, const Window2d& w, const std::
 // calling thread's buffer, one block a task (so the two halves of a large
 // convolution reorder on two threads), or the user's own where no reorder
 // is needed. False where oneDNN does not serve `key`.
-bool prepare_weights(const Key& key, const float* weights, std::int64_t blocks, std::int64_t block_size,
+bool prepare_weights(const Key& key, const void* weights, std::int64_t blocks, std::int64_t block_size,
                      const void** prepared) {
   char* out = nullptr;
   std::size_t stride = 0;
@@ -342,14 +362,15 @@ bool prepare_weights(const Key& key, const float* weights, std::int64_t blocks, 
     }
   }
   for (std::int64_t b = 0; b < blocks; ++b)
-    prepared[b] = out ? static_cast<const void*>(out + std::size_t(b) * stride) : weights + b * block_size;
+    prepared[b] = out ? static_cast<const void*>(out + std::size_t(b) * stride)
+                      : advanced(weights, b * block_size, key.dtype);
   if (!out) return true;
   support::parallel_chunks(blocks, 1, [&](std::int64_t b, std::int64_t, std::int64_t) {
     onednn::OneOpenMpThread one_thread;
     ThreadCache& cache = thread_cache();
     const Entry& e = served(cache, key);
     NDGC_ASSERT(e.weight_bytes == stride, "onednn_conv2d: the weights' layout differs between threads");
-    e.weight_reorder.run(cache.stream(), weights + b * block_size, out + std::size_t(b) * stride,
+    e.weight_reorder.run(cache.stream(), advanced(weights, b * block_size, key.dtype), out + std::size_t(b) * stride,
                          cache.scratchpad.bytes(e.scratchpad_bytes()));
   });
   return true;
@@ -357,14 +378,16 @@ bool prepare_weights(const Key& key, const float* weights, std::int64_t blocks, 
 
 }  // namespace
 
+bool onednn_conv_16() noexcept { return onednn_enabled() && support::cpu_has_avx512_bf16(); }
+
 bool onednn_conv2d(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& w,
                    const TensorView& y) {
   std::int64_t x_strides[3];
-  if (x.dtype != DataType::float32 || x.rank != 4 || !dense_f32(weight) || !dense_f32(y) || y.size() == 0 ||
-      x.size() == 0 || !image_strides(x, x_strides) || !onednn_enabled())
+  const DataType t = x.dtype;
+  if (!convolved(t) || x.rank != 4 || !dense(weight, t) || !dense(y, t) || y.size() == 0 || x.size() == 0 ||
+      !image_strides(x, x_strides) || !onednn_enabled())
     return false;
-  if (bias && (bias->dtype != DataType::float32 || bias->rank != 1 || bias->shape[0] != y.shape[1] ||
-               !bias->is_contiguous()))
+  if (bias && (bias->dtype != t || bias->rank != 1 || bias->shape[0] != y.shape[1] || !bias->is_contiguous()))
     return false;
   const std::int64_t n = x.shape[0], o = y.shape[1], taps = weight.shape[1] * w.kernel[0] * w.kernel[1];
   const std::int64_t work = o * y.shape[2] * y.shape[3] * taps;  // multiply-adds per image
@@ -373,16 +396,13 @@ bool onednn_conv2d(const TensorView& x, const TensorView& weight, const TensorVi
   const Key key = key_of(x, o / blocks, w, x_strides, bias != nullptr);
   const void* prepared[kMostBlocks] = {};
   NDGC_ASSERT(blocks <= kMostBlocks, "onednn_conv2d: more blocks than kMostBlocks");
-  if (!prepare_weights(key, static_cast<const float*>(weight.data), blocks, weight.size() / blocks, prepared))
-    return false;
+  if (!prepare_weights(key, weight.data, blocks, weight.size() / blocks, prepared)) return false;
 
   const std::int64_t image_out = o * y.shape[2] * y.shape[3];
-  const float* xs = static_cast<const float*>(x.data);
-  float* ys = static_cast<float*>(y.data);
   const auto task = [&](std::int64_t image, std::int64_t b, bool reordered) {
-    const float* block_bias = bias ? static_cast<const float*>(bias->data) + b * (o / blocks) : nullptr;
-    run_task(key, xs + image * x.strides[0], prepared[b], block_bias, ys + image * image_out + b * (image_out / blocks),
-             reordered);
+    const void* block_bias = bias ? advanced(bias->data, b * (o / blocks), t) : nullptr;
+    void* y_block = const_cast<char*>(advanced(y.data, image * image_out + b * (image_out / blocks), t));
+    run_task(key, advanced(x.data, image * x.strides[0], t), prepared[b], block_bias, y_block, reordered);
   };
   // With an image for every thread, a thread runs all of an image's blocks
   // and reorders it once; otherwise the blocks spread over the threads.

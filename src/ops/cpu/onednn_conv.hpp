@@ -1,4 +1,4 @@
-// float32 convolutions through oneDNN's convolution primitive (Note
+// float32 and bfloat16 convolutions through oneDNN's convolution primitive (Note
 // [Convolutions through oneDNN] in onednn_conv.cpp), for builds that found
 // libdnnl (NDGC_HAVE_ONEDNN). Elsewhere conv2d goes through im2col and a
 // product (Note [Convolution as GEMM] in ops/conv.cpp).
@@ -20,11 +20,15 @@ namespace ndgc::ops::cpu {
 // shape alone, so the bits depend neither on the thread count nor on the
 // batch an image comes in. False, with y untouched, where oneDNN does not
 // serve the convolution: a build or a CPU without it, NDGC_CPU_GEMM=eigen, a
-// dtype other than float32, a weight, bias or y that is not contiguous, an empty
+// dtype other than float32 and bfloat16 (bfloat16 only where the CPU has
+// AVX512-BF16), views of mixed dtypes, a weight, bias or y that is not contiguous, an empty
 // axis, fewer than 65,536 multiply-adds per task, or a geometry its fast
 // kernels do not take.
 bool onednn_conv2d(const TensorView& x, const TensorView& weight, const TensorView* bias, const Window2d& w,
                    const TensorView& y);
+
+// Whether onednn_conv2d takes bfloat16 views here (Engine::conv2d_16).
+bool onednn_conv_16() noexcept;
 
 // Tasks onednn_conv2d has run in this process (one oneDNN convolution each).
 std::uint64_t onednn_convolutions() noexcept;
