@@ -27,8 +27,10 @@ using Pair = std::array<std::int64_t, 2>;
 // x [N, C, H, W], weight [O, C / groups, kH, kW], bias [O] or NDArray{} for
 // none → [N, O, H', W'], H' = (H + 2 pH - dH (kH - 1) - 1) / sH + 1.
 // On the CPU a float32 forward pass runs oneDNN's direct convolution
-// kernels where the build has oneDNN; otherwise, and for the gradients, it
-// is computed as im2col into a scratch buffer and one GEMM per group.
+// kernels where the build has oneDNN (bfloat16 too, where the CPU has
+// AVX512-BF16); on a GPU the pass and both gradients run cuDNN's; otherwise,
+// and for the gradients on the CPU, it is computed as im2col into a scratch
+// buffer and one GEMM per group.
 NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias, Pair stride = {1, 1},
                Pair padding = {0, 0}, Pair dilation = {1, 1}, std::int64_t groups = 1,
                Site site = Site::current());
