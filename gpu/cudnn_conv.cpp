@@ -169,7 +169,8 @@ ThreadCudnn& mine() {
 // This thread's handle on `on.device`, on its stream; null when cuDNN cannot run.
 cudnnHandle_t handle(const On& on) {
   if (g_off.load(std::memory_order_relaxed)) return nullptr;
-  if (support::options().gpu_conv != "cudnn") {
+  static const bool wanted = support::options().gpu_conv == "cudnn";  // read once, not per convolution
+  if (!wanted) {
     turn_off("NDGC_GPU_CONV=im2col turned it off");
     return nullptr;
   }
